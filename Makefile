@@ -1,0 +1,71 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rdmashare top-level Makefile.
+#
+#   make                  module + user library + selftests
+#   make KDIR=<dir>       build the module against another kernel tree
+#   make deps             install build/test dependencies (apt)
+#   make check            the full test suite (see Documentation/testing.rst)
+#   make demo             boot two guests and show rdmashare working
+#   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
+
+# Kernel to build against: the running kernel's build tree when it exists,
+# otherwise the newest installed Debian headers.
+ifeq ($(origin KDIR),undefined)
+KDIR_RUNNING := /lib/modules/$(shell uname -r)/build
+ifneq ($(wildcard $(KDIR_RUNNING)/Makefile),)
+KDIR := $(KDIR_RUNNING)
+KDIR_WHY := the running kernel
+else
+KDIR := $(lastword $(shell ls -d /usr/src/linux-headers-*/ 2>/dev/null | \
+	grep -v -- '-common/$$' | sed 's:/$$::' | sort -V))
+KDIR_WHY := newest installed headers; $(KDIR_RUNNING) does not exist
+endif
+else
+KDIR_WHY := KDIR given
+endif
+
+TOP := $(CURDIR)
+
+.PHONY: all module userlib selftests clean deps check demo \
+	modules_install install kdir-check
+
+all: module userlib selftests
+
+kdir-check:
+	@if [ -z "$(KDIR)" ] || [ ! -e "$(KDIR)/Makefile" ]; then \
+		echo "rdmashare: no kernel build tree found (KDIR='$(KDIR)')." >&2; \
+		echo "rdmashare: install headers (make deps) or pass KDIR=<dir>." >&2; \
+		exit 1; \
+	fi
+	@echo "rdmashare: building against $(KDIR) ($(KDIR_WHY))"
+
+module: kdir-check
+	$(MAKE) -C $(KDIR) M=$(TOP) modules
+
+modules_install: kdir-check
+	$(MAKE) -C $(KDIR) M=$(TOP) modules_install
+
+userlib:
+	$(MAKE) -C userlib
+
+selftests: userlib
+	$(MAKE) -C selftests
+
+install: userlib
+	$(MAKE) -C userlib install
+
+deps:
+	bash selftests/vm/deps.sh
+
+check:
+	bash selftests/vm/check.sh
+
+demo:
+	bash selftests/vm/demo.sh
+
+clean:
+	-[ -n "$(KDIR)" ] && [ -e "$(KDIR)/Makefile" ] && \
+		$(MAKE) -C $(KDIR) M=$(TOP) clean
+	$(MAKE) -C userlib clean
+	$(MAKE) -C selftests clean

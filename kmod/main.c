@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: one shared RDMA transport for every application on a host.
+ *
+ * Module entry points.  The order matters: /dev/rdmashare and its sysfs
+ * directory exist before the ib_client is registered, because adding a device
+ * creates its sysfs entry below the misc device; on exit the client goes
+ * first, so every device is torn down before the directory disappears.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <uapi/linux/rdmashare.h>
+
+#include "rdmashare.h"
+
+static int __init rs_init(void)
+{
+	int ret;
+
+	ret = rs_chardev_init();
+	if (ret)
+		return ret;
+
+	ret = rs_sysfs_init(rs_miscdev.this_device);
+	if (ret)
+		goto out_chardev_exit;
+
+	ret = rs_ib_init();
+	if (ret)
+		goto out_sysfs_exit;
+
+	pr_info("loaded, ABI version %d\n", RDMASHARE_ABI_VERSION);
+	return 0;
+
+out_sysfs_exit:
+	rs_sysfs_exit();
+out_chardev_exit:
+	rs_chardev_exit();
+	return ret;
+}
+
+static void __exit rs_exit(void)
+{
+	rs_ib_exit();
+	rs_sysfs_exit();
+	rs_chardev_exit();
+	pr_info("unloaded\n");
+}
+
+module_init(rs_init);
+module_exit(rs_exit);
+
+MODULE_AUTHOR("The rdmashare developers");
+MODULE_DESCRIPTION("Shared RDMA transport: many connections over few QPs");
+MODULE_LICENSE("GPL");

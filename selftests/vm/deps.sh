@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Install, with apt and idempotently, everything rdmashare's build, tests and
+# demo need on a Debian 12 machine.  Fast when nothing is missing.
+
+set -euo pipefail
+
+PKGS=(
+	# build
+	make gcc libc6-dev pkg-config sparse flex bison bc libelf-dev libssl-dev
+	dwarves xz-utils zstd perl python3
+	# kernels: Debian stock 6.1 and 6.12 (images for the guests, headers
+	# for the module) and the 6.12 source for the debug kernel, KUnit and
+	# the kselftest harness
+	linux-image-amd64 linux-headers-amd64
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	linux-source-6.12
+	# guests
+	qemu-system-x86 busybox-static kmod cpio iproute2 iputils-ping
+	procps util-linux coreutils
+	# RDMA user space: Soft-RoCE, verbs, rdma_cm, perftest and anchors
+	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils
+	libibverbs-dev librdmacm-dev qperf
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	case $p in '#'*) continue ;; esac
+	st=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+	[ "${st:0:2}" = "ii" ] || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "[rdmashare] deps: all ${#PKGS[@]} packages present"
+	exit 0
+fi
+
+echo "[rdmashare] deps: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

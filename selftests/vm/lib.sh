@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared helpers for the rdmashare test infrastructure.  Sourced, not run.
+
+RS_VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+RS_TOP=$(cd "$RS_VM_DIR/../.." && pwd)
+# Expensive artefacts (the debug kernel, unpacked sources) live outside the
+# repository so that a clean clone on a warm machine reuses them.
+RS_CACHE=${RDMASHARE_CACHE:-/var/cache/rdmashare}
+
+rs_log() { printf '[rdmashare] %s\n' "$*" >&2; }
+rs_die() { printf '[rdmashare] error: %s\n' "$*" >&2; exit 1; }
+
+# rs_stock_kver SERIES: newest installed Debian kernel of a series ("6.1",
+# "6.12") that has an image, a module tree and headers.
+rs_stock_kver() {
+	local series=$1 v best=
+	for v in /boot/vmlinuz-"$series".*; do
+		[ -e "$v" ] || continue
+		v=${v#/boot/vmlinuz-}
+		[ -d "/lib/modules/$v/kernel" ] || continue
+		[ -e "/usr/src/linux-headers-$v/Makefile" ] || continue
+		best=$(printf '%s\n%s\n' "$best" "$v" | sed '/^$/d' | sort -V | tail -n1)
+	done
+	[ -n "$best" ] || return 1
+	printf '%s\n' "$best"
+}
+
+rs_src_version() {
+	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null
+}
+
+# Cache key of the debug kernel: source package version + config fragment.
+rs_debug_key() {
+	local ver
+	ver=$(rs_src_version) || return 1
+	[ -n "$ver" ] || return 1
+	{ printf '%s\n' "$ver"; cat "$RS_VM_DIR/debug.config"; } |
+		sha256sum | cut -c1-16
+}
+
+rs_debug_dir() {
+	local key
+	key=$(rs_debug_key) || return 1
+	printf '%s/debug-kernel/%s\n' "$RS_CACHE" "$key"
+}
+
+# Unpacked linux-source-6.12 (shared by the debug kernel build and the
+# kselftest harness headers).
+rs_src_dir() {
+	printf '%s/src/linux-source-%s\n' "$RS_CACHE" "$(rs_src_version)"
+}
+
+rs_ensure_src() {
+	local dir tmp
+	dir=$(rs_src_dir)
+	[ -e "$dir/.unpacked" ] && { printf '%s\n' "$dir"; return 0; }
+	[ -e /usr/src/linux-source-6.12.tar.xz ] ||
+		rs_die "linux-source-6.12 is not installed (run: make deps)"
+	rs_log "unpacking /usr/src/linux-source-6.12.tar.xz into $dir"
+	mkdir -p "$RS_CACHE/src"
+	tmp=$(mktemp -d "$RS_CACHE/src/.unpack.XXXXXX")
+	tar -C "$tmp" -xf /usr/src/linux-source-6.12.tar.xz
+	rm -rf "$dir"
+	mv "$tmp/linux-source-6.12" "$dir"
+	rmdir "$tmp"
+	touch "$dir/.unpacked"
+	printf '%s\n' "$dir"
+}

@@ -1,0 +1,268 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Boot a kernel under QEMU (TCG), with Soft-RoCE and rdmashare.ko loaded, run
+# one command inside, and report.  Exit status: the command's, or 1 when the
+# guest's kernel log shows a BUG, WARNING, Oops, KASAN, lockdep or kmemleak
+# report, the module does not unload, or the run times out.
+#
+# usage: run-vm.sh [options] -- COMMAND...
+#   --kernel K       6.1 | 6.12 | debug (default 6.12)
+#   --module PATH    rdmashare.ko to insmod (default: kmod/rdmashare.ko)
+#   --no-module      do not load rdmashare.ko
+#   --module-args A  module parameters for insmod
+#   --peer CMD       two-guest mode: boot a second guest on the same emulated
+#                    link and run CMD there (the peer).  COMMAND runs on the
+#                    first guest; both must succeed.
+#   --timeout SEC    limit for the command (default 300); the VM gets 120 s
+#                    more for boot and shutdown
+#   --out DIR        keep the results in DIR (default: a temporary directory,
+#                    removed afterwards)
+#   --quiet          print the command's output only when the run fails
+#
+# In the guest: the host root read-only at /, tmpfs on /tmp, /run, /root;
+# rxe0 on veth0 (one guest, address $RS_IP, loopback) or on eth0 (two guests,
+# $RS_IP and $RS_PEER_IP); the environment has RS_IP, RS_IP6, RS_PEER_IP,
+# RS_PEER_IP6, RS_MODULE.  The command runs in the current directory.
+
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kernel=6.12
+module=$RS_TOP/kmod/rdmashare.ko
+module_args=
+peer_cmd=
+timeout=300
+out=
+quiet=0
+smp=${RS_VM_SMP:-}
+mem=${RS_VM_MEM:-2048}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--kernel) kernel=$2; shift 2 ;;
+	--module) module=$(realpath "$2"); shift 2 ;;
+	--no-module) module=; shift ;;
+	--module-args) module_args=$2; shift 2 ;;
+	--peer) peer_cmd=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--quiet) quiet=1; shift ;;
+	--) shift; break ;;
+	*) rs_die "run-vm.sh: unknown option $1" ;;
+	esac
+done
+[ $# -gt 0 ] || rs_die "run-vm.sh: no command given"
+[ -z "$module" ] || [ -e "$module" ] || rs_die "no module at $module (run make)"
+
+# The kernel: image, release, module tree.
+moddir=
+case $kernel in
+6.1 | 6.12)
+	kver=$(rs_stock_kver "$kernel") ||
+		rs_die "Debian's $kernel kernel is not installed (run: make deps)"
+	vmlinuz=/boot/vmlinuz-$kver
+	;;
+debug)
+	dk=$("$RS_VM_DIR/debug-kernel.sh")
+	kver=$(cat "$dk/kver")
+	vmlinuz=$dk/bzImage
+	moddir=$dk/mods/lib/modules
+	;;
+*) rs_die "unknown kernel '$kernel' (6.1, 6.12 or debug)" ;;
+esac
+
+# Tiny initramfs for the stock kernels (9p and virtio are modules there),
+# cached per kernel release and init script.
+make_initramfs() {
+	local kver=$1 key dst tmp m f
+	key=$(cat "$RS_VM_DIR/initramfs-init" | sha256sum | cut -c1-12)
+	dst=$RS_CACHE/initramfs/$kver-$key.cpio.gz
+	if [ -e "$dst" ]; then
+		printf '%s\n' "$dst"
+		return
+	fi
+	mkdir -p "$RS_CACHE/initramfs"
+	tmp=$(mktemp -d)
+	mkdir -p "$tmp"/{bin,dev,proc,sys,modules,newroot}
+	cp /bin/busybox "$tmp/bin/busybox"
+	cp "$RS_VM_DIR/initramfs-init" "$tmp/init"
+	chmod +x "$tmp/init"
+	: >"$tmp/modules/order"
+	for m in $(modprobe -S "$kver" --show-depends -a virtio_pci 9pnet_virtio 9p |
+		awk '$1 == "insmod" { print $2 }'); do
+		f=$(basename "$m")
+		f=${f%.xz}
+		f=${f%.zst}
+		grep -qxF "$f" "$tmp/modules/order" && continue
+		case $m in
+		*.xz) xz -dc "$m" >"$tmp/modules/$f" ;;
+		*.zst) zstd -qdc "$m" >"$tmp/modules/$f" ;;
+		*) cp "$m" "$tmp/modules/$f" ;;
+		esac
+		echo "$f" >>"$tmp/modules/order"
+	done
+	(cd "$tmp" && find . | cpio -o -H newc --quiet | gzip -1) >"$dst.tmp"
+	mv "$dst.tmp" "$dst"
+	rm -rf "$tmp"
+	printf '%s\n' "$dst"
+}
+
+common_append="console=ttyS0 panic=-1 oops=panic loglevel=6 pci=noacpi kasan_multi_shot"
+if [ "$kernel" = debug ]; then
+	initrd=()
+	append="$common_append root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$RS_VM_DIR/guest-init.sh"
+else
+	initrd=(-initrd "$(make_initramfs "$kver")")
+	append="$common_append rsinit=$RS_VM_DIR/guest-init.sh"
+fi
+
+if [ -n "$out" ]; then
+	mkdir -p "$out"
+	out=$(realpath "$out")
+	keep=1
+else
+	out=$(mktemp -d /tmp/rs-vm.XXXXXX)
+	keep=0
+fi
+
+guests=(a)
+[ -z "$peer_cmd" ] || guests=(a b)
+if [ -z "$smp" ]; then
+	smp=2
+	[ ${#guests[@]} -eq 1 ] || smp=1
+fi
+
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[ "$keep" = 1 ] || rm -rf "$out"
+}
+trap cleanup EXIT
+
+# Two free UDP ports on 127.0.0.1 for the emulated link.
+free_udp_port() {
+	python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+if [ ${#guests[@]} -eq 2 ]; then
+	port_a=$(free_udp_port)
+	port_b=$(free_udp_port)
+fi
+
+start=$(date +%s)
+for g in "${guests[@]}"; do
+	w=$out/$g
+	mkdir -p "$w"
+	chmod 0777 "$w"
+	if [ "$g" = a ]; then
+		printf '%s\n' "$*" >"$w/cmd"
+		ip=198.18.0.1 ip6=fd00:198:18::1 peer=198.18.0.2 peer6=fd00:198:18::2
+	else
+		printf '%s\n' "$peer_cmd" >"$w/cmd"
+		ip=198.18.0.2 ip6=fd00:198:18::2 peer=198.18.0.1 peer6=fd00:198:18::1
+	fi
+	net=veth
+	netargs=(-nic none)
+	if [ ${#guests[@]} -eq 2 ]; then
+		net=eth
+		if [ "$g" = a ]; then lp=$port_a rp=$port_b; mac=52:54:00:18:00:01
+		else lp=$port_b rp=$port_a; mac=52:54:00:18:00:02; fi
+		netargs=(-netdev "socket,id=n0,udp=127.0.0.1:$rp,localaddr=127.0.0.1:$lp"
+			-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=")
+	fi
+	cat >"$w/job.env" <<-EOT
+		RS_HOSTNAME=rs-$g
+		RS_NET=$net
+		RS_IP=$ip
+		RS_IP6=$ip6
+		RS_PEER_IP=$peer
+		RS_PEER_IP6=$peer6
+		RS_MODULE='$module'
+		RS_MODULE_ARGS='$module_args'
+		RS_MODDIR='$moddir'
+		RS_CWD='$PWD'
+		RS_CMD_TIMEOUT=$timeout
+	EOT
+	timeout -k 10 $((timeout + 120)) qemu-system-x86_64 \
+		-accel tcg -cpu max -m "$mem" -smp "$smp" \
+		-nographic -no-reboot -nodefaults -serial "file:$w/console.log" \
+		-kernel "$vmlinuz" "${initrd[@]}" -append "$append" \
+		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-virtfs "local,path=$w,mount_tag=work,security_model=none" \
+		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1 &
+	pids+=($!)
+done
+
+fail=0
+for i in "${!guests[@]}"; do
+	wait "${pids[$i]}" || true
+done
+pids=()
+elapsed=$(( $(date +%s) - start ))
+
+# Verdict per guest.
+report() {
+	local g=$1 w=$out/$1 rc why=
+	rc=$(cat "$w/rc" 2>/dev/null || echo none)
+	case $rc in
+	none) why="no result (guest crashed or timed out)" ;;
+	0) ;;
+	124) why="command timed out after ${timeout}s" ;;
+	125) why="RDMA setup failed" ;;
+	126) why="insmod failed" ;;
+	*) why="command exited $rc" ;;
+	esac
+	if [ -s "$w/unload.log" ]; then
+		why="${why:+$why; }rmmod rdmashare failed"
+	fi
+	if [ -s "$w/kmemleak.log" ]; then
+		why="${why:+$why; }kmemleak reports leaks"
+	fi
+	if [ -e "$w/dmesg.log" ] &&
+		grep -qE 'BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Kernel panic|possible (circular|recursive) locking|inconsistent lock state|lock held when returning|suspicious RCU usage|INFO: task .* blocked|kmemleak: .* new suspected|unreferenced object|list_(add|del) corruption|ODEBUG:' \
+			"$w/dmesg.log"; then
+		why="${why:+$why; }kernel log shows a problem"
+	fi
+	if [ ! -e "$w/dmesg.log" ] && [ -z "$why" ]; then
+		why="no kernel log"
+	fi
+	if [ -n "$why" ]; then
+		echo "[rdmashare] vm $kernel guest $g: FAIL: $why" >&2
+		return 1
+	fi
+	return 0
+}
+
+show() {
+	local g=$1 w=$out/$1
+	echo "----- guest $g ($kernel, $kver): output -----"
+	cat "$w/setup.log" 2>/dev/null | sed 's/^/setup: /' || true
+	cat "$w/out.log" 2>/dev/null || true
+	[ ! -s "$w/unload.log" ] || { echo "----- guest $g: rmmod -----"; cat "$w/unload.log"; }
+	[ ! -s "$w/kmemleak.log" ] || { echo "----- guest $g: kmemleak -----"; cat "$w/kmemleak.log"; }
+}
+
+show_kernel_log() {
+	local g=$1 w=$out/$1
+	echo "----- guest $g: kernel log -----"
+	if [ -e "$w/dmesg.log" ]; then
+		cat "$w/dmesg.log"
+	else
+		tail -n 80 "$w/console.log" 2>/dev/null || true
+		tail -n 20 "$w/qemu.log" 2>/dev/null || true
+	fi
+}
+
+for g in "${guests[@]}"; do
+	if report "$g"; then
+		[ "$quiet" = 1 ] || show "$g"
+	else
+		fail=1
+		show "$g"
+		show_kernel_log "$g"
+	fi
+done
+echo "[rdmashare] vm $kernel: ${#guests[@]} guest(s), ${elapsed}s, $([ $fail = 0 ] && echo ok || echo FAILED)" >&2
+[ "$keep" = 0 ] || echo "[rdmashare] results kept in $out" >&2
+exit $fail
