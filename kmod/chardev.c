@@ -16,6 +16,9 @@
 
 #include "rdmashare.h"
 
+/* Largest argument size accepted (documented in the uapi header). */
+#define RS_IOCTL_MAX_SIZE	4096
+
 union rs_ioctl_buf {
 	__u32 size;
 	struct rdmashare_query query;
@@ -72,6 +75,9 @@ static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 		return -EFAULT;
 	if (user_size < op->min_size)
 		return -EINVAL;
+	/* Bound the zero check of a newer caller's tail. */
+	if (user_size > RS_IOCTL_MAX_SIZE)
+		return -E2BIG;
 
 	ret = copy_struct_from_user(&buf, op->size, uarg, user_size);
 	if (ret)

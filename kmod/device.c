@@ -16,6 +16,7 @@
 
 #include "rdmashare.h"
 
+/* Protects rs_devices and the sysfs names of its entries. */
 DEFINE_MUTEX(rs_devices_lock);
 LIST_HEAD(rs_devices);
 

@@ -8,8 +8,8 @@
  *  - Each ioctl argument starts with "__u32 size", the size of the struct as
  *    the caller knows it.  A smaller size than the first published version of
  *    the struct is rejected with -EINVAL; a larger one is accepted when every
- *    byte the kernel does not know is zero (else -E2BIG).  Output fields are
- *    copied back up to the caller's size.
+ *    byte the kernel does not know is zero (else -E2BIG); a size above 4096
+ *    gets -E2BIG.  Output fields are copied back up to the caller's size.
  *  - Unknown flags and non-zero reserved fields are rejected with -EINVAL.
  *  - An unknown command gets -ENOTTY.
  */
@@ -26,7 +26,7 @@
 
 /* Command numbers: RDMASHARE_IOC_* is _IO(RDMASHARE_TYPE, RDMASHARE_CMD_*). */
 enum {
-	RDMASHARE_CMD_QUERY = 0x00,
+	RDMASHARE_CMD_QUERY = 0x00
 };
 
 /**

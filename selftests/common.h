@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Helpers shared by the rdmashare kselftests. */
+#ifndef RDMASHARE_SELFTEST_COMMON_H
+#define RDMASHARE_SELFTEST_COMMON_H
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/rdmashare.h>
+
+#define RS_SYSFS "/sys/class/misc/rdmashare"
+
+/* Read a sysfs file into buf (trailing newline stripped); -errno on error. */
+static inline int rs_read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return 0;
+}
+
+/* Number of entries in a directory, or -errno. */
+static inline int rs_count_dir(const char *path)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static inline int rs_path_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/* Run a shell command quietly; returns its exit status or -1. */
+static inline int rs_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int rs_sh(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	ret = system(cmd);
+	if (ret == -1 || !WIFEXITED(ret))
+		return -1;
+	return WEXITSTATUS(ret);
+}
+
+#endif

@@ -1,0 +1,150 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: rdmashare's whole test suite.  See Documentation/testing.rst.
+#
+#   deps      install what is missing (same script as make deps)
+#   build     user library and selftests; rdmashare.ko for Debian 6.1, 6.12
+#             and the debug kernel with W=1 and sparse; uapi header alone
+#             with -std=c90; checkpatch --strict
+#   vm-6.1    kselftests in Debian's stock 6.1
+#   vm-6.12   kselftests in Debian's stock 6.12
+#   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
+#             kmemleak)
+#   vm-pair   two guests on one emulated link: smoke test
+#
+# Each build stage counts as one test; each VM stage counts the tests it ran
+# plus one for the guest's verdict (clean kernel log, clean unload, no
+# leaks).  A skipped test counts as failed.  The last line is
+# "N passed, N failed"; the exit status is non-zero on any failure.
+#
+# RS_STAGES="build vm-6.12" limits the run to some stages (for development;
+# a partial run says so and fails).
+
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+
+B=${RS_BUILD:-$RS_TOP/build}
+LOGS=$B/check
+mkdir -p "$LOGS"
+passed=0
+failed=0
+start=$(date +%s)
+stages=${RS_STAGES:-"build vm-6.1 vm-6.12 vm-debug vm-pair"}
+all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair"
+
+want() { [[ " $stages " == *" $1 "* ]]; }
+
+ok() { passed=$((passed + 1)); printf '[check] ok      %s\n' "$*"; }
+bad() { failed=$((failed + 1)); printf '[check] FAILED  %s\n' "$*"; }
+
+# step NAME LOG CMD...: run a command as one counted test.
+step() {
+	local name=$1 log=$2 t0
+	shift 2
+	t0=$(date +%s)
+	if "$@" >"$log" 2>&1; then
+		ok "$name ($(( $(date +%s) - t0 ))s)"
+		return 0
+	fi
+	bad "$name ($(( $(date +%s) - t0 ))s), log: $log"
+	tail -n 40 "$log" | sed 's/^/    /'
+	return 1
+}
+
+# vm_stage NAME KERNEL MODULE RUNNER-ARGS...: run the selftests in a guest.
+vm_stage() {
+	local name=$1 kernel=$2 ko=$3 log=$LOGS/$1.log res p f s t0 vm_ok=1
+	shift 3
+	t0=$(date +%s)
+	if [ ! -e "$ko" ]; then
+		bad "$name: no module built for it"
+		return
+	fi
+	bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$ko" \
+		--timeout 600 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
+	res=$(grep -E '^# rdmashare-results: ' "$log" | tail -n1)
+	if [ -z "$res" ]; then
+		bad "$name: the test runner did not finish, log: $log"
+		tail -n 60 "$log" | sed 's/^/    /'
+		return
+	fi
+	p=$(sed -n 's/.*pass:\([0-9]*\).*/\1/p' <<<"$res")
+	f=$(sed -n 's/.* fail:\([0-9]*\).*/\1/p' <<<"$res")
+	s=$(sed -n 's/.* skip:\([0-9]*\).*/\1/p' <<<"$res")
+	passed=$((passed + p))
+	failed=$((failed + f + s))
+	printf '[check] %-7s %s: %d passed, %d failed, %d skipped (%ds)\n' \
+		"$([ $((f + s)) = 0 ] && echo ok || echo FAILED)" "$name" "$p" "$f" "$s" \
+		$(( $(date +%s) - t0 ))
+	if [ $((f + s)) != 0 ]; then
+		grep -E '^not ok|^# .*Expected|SKIP' "$log" | sed 's/^/    /'
+	fi
+	if [ $vm_ok = 1 ]; then
+		ok "$name: guest verdict (kernel log, unload, kmemleak)"
+	else
+		bad "$name: guest verdict, log: $log"
+		grep -E '^\[rdmashare\] vm .*FAIL' "$log" | sed 's/^/    /'
+		grep -E 'BUG:|WARNING:|Oops|KASAN|UBSAN|locking|unreferenced object|rmmod' "$log" |
+			head -n 20 | sed 's/^/    /'
+	fi
+}
+
+echo "[check] rdmashare: stages: $stages"
+step deps "$LOGS/deps.log" bash "$RS_VM_DIR/deps.sh" || true
+
+k61=/usr/src/linux-headers-$(rs_stock_kver 6.1 2>/dev/null || echo missing)
+k612=/usr/src/linux-headers-$(rs_stock_kver 6.12 2>/dev/null || echo missing)
+
+dk=
+if want vm-debug || want build; then
+	echo "[check] debug kernel: cached build or a fresh one (20-30 min when cold)"
+	if step "debug kernel" "$LOGS/debug-kernel.log" bash "$RS_VM_DIR/debug-kernel.sh"; then
+		dk=$(tail -n1 "$LOGS/debug-kernel.log")
+	fi
+fi
+
+if want build; then
+	step "build: user library and selftests" "$LOGS/build-user.log" \
+		make -C "$RS_TOP" userlib selftests
+	step "build: module for 6.1 (W=1, sparse)" "$LOGS/build-6.1.log" \
+		bash "$RS_VM_DIR/build-module.sh" "$k61" "$B/6.1"
+	step "build: module for 6.12 (W=1, sparse)" "$LOGS/build-6.12.log" \
+		bash "$RS_VM_DIR/build-module.sh" "$k612" "$B/6.12"
+	if [ -n "$dk" ]; then
+		step "build: module and KUnit for the debug kernel (W=1, sparse)" \
+			"$LOGS/build-debug.log" \
+			bash "$RS_VM_DIR/build-module.sh" "$dk/build" "$B/debug"
+	else
+		bad "build: debug kernel module (no debug kernel)"
+	fi
+	step "build: uapi header alone with -std=c90 -pedantic" "$LOGS/build-uapi.log" \
+		bash -c "printf '#include <linux/rdmashare.h>\nint main(void) { return 0; }\n' |
+			gcc -std=c90 -pedantic -Wall -Wextra -Werror -I'$RS_TOP/uapi' -x c -o /dev/null -"
+	step "checkpatch --strict" "$LOGS/checkpatch.log" \
+		bash "$RS_VM_DIR/checkpatch.sh"
+fi
+
+want vm-6.1 && vm_stage vm-6.1 6.1 "$B/6.1/kmod/rdmashare.ko"
+want vm-6.12 && vm_stage vm-6.12 6.12 "$B/6.12/kmod/rdmashare.ko"
+want vm-debug && vm_stage vm-debug debug "$B/debug/kmod/rdmashare.ko" \
+	--kunit "$B/debug/kmod/tests/rdmashare_kunit.ko"
+if want vm-pair; then
+	t0=$(date +%s)
+	if bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$B/6.12/kmod/rdmashare.ko" \
+		--timeout 300 --peer "$RS_TOP/selftests/pair_smoke.sh peer" \
+		-- "$RS_TOP/selftests/pair_smoke.sh client" >"$LOGS/vm-pair.log" 2>&1; then
+		ok "vm-pair: two guests, rdma_cm between them, rdmashare on both ($(( $(date +%s) - t0 ))s)"
+	else
+		bad "vm-pair: two-guest smoke test, log: $LOGS/vm-pair.log"
+		grep -vE '^\[ +[0-9]+\.' "$LOGS/vm-pair.log" | tail -n 40 | sed 's/^/    /'
+	fi
+fi
+
+if [ "$stages" != "$all_stages" ]; then
+	bad "partial run (RS_STAGES=$stages): not a full make check"
+fi
+
+echo "[check] wall time $(( $(date +%s) - start ))s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,22 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# checkpatch.pl --strict over the module, the KUnit tests and the uapi header;
+# any error, warning or check fails.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+src=$(rs_ensure_src)
+cd "$RS_TOP"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+	files=$(git ls-files --cached --others --exclude-standard -- 'kmod/*.[ch]' 'uapi/*.h')
+else
+	files=$(find kmod uapi -name '*.[ch]' ! -name '*.mod.c' | sort)
+fi
+# shellcheck disable=SC2086
+out=$(perl "$src/scripts/checkpatch.pl" --strict --no-tree --terse --show-types \
+	--ignore FILE_PATH_CHANGES -f $files 2>&1) || true
+printf '%s\n' "$out"
+if grep -v '^total: 0 errors, 0 warnings, 0 checks' <<<"$out" | grep -q .; then
+	echo "checkpatch: problems found" >&2
+	exit 1
+fi
+echo "checkpatch: $(wc -w <<<"$files") files clean"

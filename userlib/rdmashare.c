@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * librdmashare: opening /dev/rdmashare and the control ioctls.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "rdmashare.h"
+#include "internal.h"
+
+int rdmashare_open(struct rdmashare **out, unsigned int flags)
+{
+	struct rdmashare *rs;
+	int err;
+
+	if (flags)
+		return -EINVAL;
+
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+
+	rs->fd = open(RDMASHARE_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (rs->fd < 0) {
+		err = -errno;
+		free(rs);
+		return err;
+	}
+	*out = rs;
+	return 0;
+}
+
+void rdmashare_close(struct rdmashare *rs)
+{
+	if (!rs)
+		return;
+	close(rs->fd);
+	free(rs);
+}
+
+int rdmashare_fd(const struct rdmashare *rs)
+{
+	return rs->fd;
+}
+
+int rs_ioctl(struct rdmashare *rs, unsigned long cmd, void *arg)
+{
+	int ret;
+
+	do {
+		ret = ioctl(rs->fd, cmd, arg);
+	} while (ret < 0 && errno == EINTR);
+	return ret < 0 ? -errno : ret;
+}
+
+int rdmashare_query(struct rdmashare *rs, struct rdmashare_query *q)
+{
+	memset(q, 0, sizeof(*q));
+	q->size = sizeof(*q);
+	return rs_ioctl(rs, RDMASHARE_IOC_QUERY, q);
+}
