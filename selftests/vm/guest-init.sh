@@ -41,6 +41,12 @@ finish() {
 	poweroff -f
 }
 
+# The repository (tests, the module) at its host path, even when that path is
+# under one of the tmpfs mounts above (a clone in /tmp or /root).
+mkdir -p "$RS_TOP"
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=512000,cache=loose \
+	repo "$RS_TOP" || echo "guest: cannot mount the repository share"
+
 if [ -n "$RS_MODDIR" ]; then
 	mount --bind "$RS_MODDIR" /lib/modules
 fi

@@ -54,6 +54,11 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || rs_die "run-vm.sh: no command given"
 [ -z "$module" ] || [ -e "$module" ] || rs_die "no module at $module (run make)"
+case $module in
+"" | "$RS_TOP"/*) ;;
+*) rs_log "note: $module is outside $RS_TOP; the guest sees it only if the" \
+	"path is not under /tmp, /run, /var/tmp, /var/lib, /var/log or /root" ;;
+esac
 
 # The kernel: image, release, module tree.
 moddir=
@@ -182,6 +187,7 @@ for g in "${guests[@]}"; do
 		RS_MODULE_ARGS='$module_args'
 		RS_MODDIR='$moddir'
 		RS_CWD='$PWD'
+		RS_TOP='$RS_TOP'
 		RS_CMD_TIMEOUT=$timeout
 	EOT
 	timeout -k 10 $((timeout + 120)) qemu-system-x86_64 \
@@ -190,6 +196,7 @@ for g in "${guests[@]}"; do
 		-kernel "$vmlinuz" "${initrd[@]}" -append "$append" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$w,mount_tag=work,security_model=none" \
+		-virtfs "local,path=$RS_TOP,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
 		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1 &
 	pids+=($!)
 done
