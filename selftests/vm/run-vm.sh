@@ -191,7 +191,7 @@ for g in "${guests[@]}"; do
 		RS_CMD_TIMEOUT=$timeout
 	EOT
 	timeout -k 10 $((timeout + 120)) qemu-system-x86_64 \
-		-accel tcg -cpu max -m "$mem" -smp "$smp" \
+		-accel tcg -m "$mem" -smp "$smp" \
 		-nographic -no-reboot -nodefaults -serial "file:$w/console.log" \
 		-kernel "$vmlinuz" "${initrd[@]}" -append "$append" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
