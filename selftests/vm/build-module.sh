@@ -20,9 +20,9 @@ shift 2
 mkdir -p "$out"
 out=$(realpath "$out")
 # Fresh copy of the module sources only.
-rm -rf "$out/kmod" "$out/uapi"
+rm -rf "$out/kmod" "$out/uapi" "$out/Kbuild"
 (cd "$RS_TOP" && find Kbuild kmod uapi \( -name '*.[ch]' -o -name Kbuild \) -print0 |
-	cpio -0 -pdm --quiet "$out")
+	cpio -0 -pdmu --quiet "$out")
 
 status=0
 make -C "$kdir" M="$out" W=1 C=2 "$@" modules >"$out/build.log" 2>&1 || status=$?

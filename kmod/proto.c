@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: encoding and validation of wire headers (see proto.h).
+ *
+ * Everything received is untrusted until rs_proto_decode() accepted it: a
+ * peer running another version, or a corrupted message, must be rejected
+ * here and never reach the connection state machine.
+ */
+#include <kunit/visibility.h>
+#include <linux/errno.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/string.h>
+
+#include "proto.h"
+
+struct rs_wire_hdr {
+	u8 version;
+	u8 type;
+	__be16 flags;
+	__be32 dst_conn;
+	__be32 src_conn;
+	__be32 seq;
+	__be32 msg_len;
+	__be32 offset;
+	__be32 len;
+	__be32 credits;
+} __packed;
+
+struct rs_wire_conn {
+	__be32 port;
+	__be32 slot_size;
+	__be32 credits;
+	__be32 reserved;
+} __packed;
+
+struct rs_wire_reject {
+	__be32 error;
+} __packed;
+
+static_assert(sizeof(struct rs_wire_hdr) == RS_HDR_LEN);
+static_assert(sizeof(struct rs_wire_conn) == RS_CONN_PARAMS_LEN);
+static_assert(sizeof(struct rs_wire_reject) == RS_REJECT_LEN);
+
+/*
+ * Payload length that a message of @type must carry, given the data length
+ * for DATA; -EINVAL for an unknown type.
+ */
+int rs_proto_payload_len(u8 type, u32 data_len)
+{
+	switch (type) {
+	case RS_MSG_DATA:
+		return data_len;
+	case RS_MSG_CONNECT:
+	case RS_MSG_ACCEPT:
+		return RS_CONN_PARAMS_LEN;
+	case RS_MSG_REJECT:
+		return RS_REJECT_LEN;
+	case RS_MSG_CLOSE:
+	case RS_MSG_CREDIT:
+		return 0;
+	}
+	return -EINVAL;
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_payload_len);
+
+/* Checks shared by encode and decode; @max_chunk bounds DATA payloads. */
+static int rs_proto_check(const struct rs_msg *m, u32 max_chunk)
+{
+	u32 end;
+
+	if (rs_proto_payload_len(m->type, m->len) != m->len)
+		return -EBADMSG;
+	if (m->credits > RS_PROTO_MAX_CREDITS)
+		return -EBADMSG;
+
+	switch (m->type) {
+	case RS_MSG_DATA:
+		if (m->flags & ~RS_F_DATA_MASK)
+			return -EBADMSG;
+		if (!m->dst_conn || !m->src_conn)
+			return -EBADMSG;
+		if (m->len > max_chunk || m->msg_len > RS_PROTO_MAX_MSG)
+			return -EBADMSG;
+		if (check_add_overflow(m->offset, m->len, &end) || end > m->msg_len)
+			return -EBADMSG;
+		if (!!(m->flags & RS_F_FIRST) != (m->offset == 0))
+			return -EBADMSG;
+		if (!!(m->flags & RS_F_LAST) != (end == m->msg_len))
+			return -EBADMSG;
+		/* Only an empty message may have an empty chunk. */
+		if (!m->len && m->msg_len)
+			return -EBADMSG;
+		return 0;
+	case RS_MSG_CONNECT:
+		if (m->dst_conn || !m->src_conn || !m->conn.port)
+			return -EBADMSG;
+		break;
+	case RS_MSG_ACCEPT:
+		if (!m->dst_conn || !m->src_conn || m->conn.port)
+			return -EBADMSG;
+		break;
+	case RS_MSG_REJECT:
+		if (!m->dst_conn || !m->error || m->error > MAX_ERRNO)
+			return -EBADMSG;
+		break;
+	case RS_MSG_CLOSE:
+	case RS_MSG_CREDIT:
+		if (!m->dst_conn || !m->src_conn)
+			return -EBADMSG;
+		break;
+	}
+	if (m->type == RS_MSG_CONNECT || m->type == RS_MSG_ACCEPT) {
+		if (!m->conn.slot_size || m->conn.slot_size > RS_PROTO_MAX_CHUNK ||
+		    m->conn.credits > RS_PROTO_MAX_CREDITS)
+			return -EBADMSG;
+	}
+	/* Control messages carry no data fields. */
+	if (m->flags || m->seq || m->msg_len || m->offset)
+		return -EBADMSG;
+	return 0;
+}
+
+/**
+ * rs_proto_encode() - write the header (and control payload) of @m
+ * @m: the message; for DATA, @m->len bytes of payload follow the header
+ * @buf: where to write
+ * @buf_len: room at @buf
+ *
+ * Return: bytes written (the header, plus the payload of a control
+ * message), -ENOSPC when @buf is too small, -EINVAL for an invalid message.
+ */
+int rs_proto_encode(const struct rs_msg *m, void *buf, size_t buf_len)
+{
+	struct rs_wire_hdr *h = buf;
+	void *p = (u8 *)buf + RS_HDR_LEN;
+	struct rs_wire_conn *wc = p;
+	struct rs_wire_reject *wr = p;
+	size_t total = RS_HDR_LEN;
+
+	if (rs_proto_check(m, RS_PROTO_MAX_CHUNK))
+		return -EINVAL;
+	if (m->type != RS_MSG_DATA)
+		total += m->len;
+	if (buf_len < total)
+		return -ENOSPC;
+
+	h->version = RS_PROTO_VERSION;
+	h->type = m->type;
+	h->flags = cpu_to_be16(m->flags);
+	h->dst_conn = cpu_to_be32(m->dst_conn);
+	h->src_conn = cpu_to_be32(m->src_conn);
+	h->seq = cpu_to_be32(m->seq);
+	h->msg_len = cpu_to_be32(m->msg_len);
+	h->offset = cpu_to_be32(m->offset);
+	h->len = cpu_to_be32(m->len);
+	h->credits = cpu_to_be32(m->credits);
+
+	switch (m->type) {
+	case RS_MSG_CONNECT:
+	case RS_MSG_ACCEPT:
+		wc->port = cpu_to_be32(m->conn.port);
+		wc->slot_size = cpu_to_be32(m->conn.slot_size);
+		wc->credits = cpu_to_be32(m->conn.credits);
+		wc->reserved = 0;
+		break;
+	case RS_MSG_REJECT:
+		wr->error = cpu_to_be32(m->error);
+		break;
+	}
+	return total;
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_encode);
+
+/**
+ * rs_proto_decode() - parse and validate a received message
+ * @buf: the received bytes
+ * @buf_len: how many were received
+ * @max_chunk: largest DATA payload this host accepts
+ * @m: the decoded message
+ *
+ * For DATA, the payload is at @buf + RS_HDR_LEN, @m->len bytes.
+ *
+ * Return: 0; -EPROTONOSUPPORT for another protocol version; -EBADMSG for a
+ * truncated, inconsistent or unknown message.
+ */
+int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
+		    struct rs_msg *m)
+{
+	const struct rs_wire_hdr *h = buf;
+	const void *p = (const u8 *)buf + RS_HDR_LEN;
+	const struct rs_wire_conn *wc = p;
+	const struct rs_wire_reject *wr = p;
+
+	if (buf_len < RS_HDR_LEN)
+		return -EBADMSG;
+	if (h->version != RS_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+
+	memset(m, 0, sizeof(*m));
+	m->type = h->type;
+	m->flags = be16_to_cpu(h->flags);
+	m->dst_conn = be32_to_cpu(h->dst_conn);
+	m->src_conn = be32_to_cpu(h->src_conn);
+	m->seq = be32_to_cpu(h->seq);
+	m->msg_len = be32_to_cpu(h->msg_len);
+	m->offset = be32_to_cpu(h->offset);
+	m->len = be32_to_cpu(h->len);
+	m->credits = be32_to_cpu(h->credits);
+
+	if (m->type == 0 || m->type > RS_MSG_TYPE_MAX)
+		return -EBADMSG;
+	/* The SEND must hold exactly the header and its payload. */
+	if (buf_len - RS_HDR_LEN != m->len)
+		return -EBADMSG;
+
+	switch (m->type) {
+	case RS_MSG_CONNECT:
+	case RS_MSG_ACCEPT:
+		if (m->len != RS_CONN_PARAMS_LEN || wc->reserved)
+			return -EBADMSG;
+		m->conn.port = be32_to_cpu(wc->port);
+		m->conn.slot_size = be32_to_cpu(wc->slot_size);
+		m->conn.credits = be32_to_cpu(wc->credits);
+		break;
+	case RS_MSG_REJECT:
+		if (m->len != RS_REJECT_LEN)
+			return -EBADMSG;
+		m->error = be32_to_cpu(wr->error);
+		break;
+	}
+	return rs_proto_check(m, max_chunk);
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_decode);

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rdmashare: the wire format between two rdmashare hosts.
+ *
+ * Every message on a shared RC QP is one SEND: a 32-byte header, big endian,
+ * followed by "len" bytes of payload.  Data messages carry one chunk of an
+ * application message; control messages manage abstract connections (ACs)
+ * and carry a small fixed-size payload of their own.
+ *
+ *   0       1       2               4
+ *   +-------+-------+---------------+
+ *   |version| type  |     flags     |
+ *   +-------+-------+---------------+
+ *   |            dst_conn           |  receiver's connection id
+ *   |            src_conn           |  sender's connection id
+ *   |              seq              |  DATA: message number on the AC
+ *   |            msg_len            |  DATA: length of the whole message
+ *   |             offset            |  DATA: offset of this chunk
+ *   |              len              |  payload bytes after the header
+ *   |            credits            |  receive slots granted to the peer
+ *   +-------------------------------+
+ *
+ * Connection ids are the host's own numbers for its end of an AC, unique per
+ * peer transport; 0 means none.  "credits" on any message returns that many
+ * receive slots to the sender of dst_conn.  Documented in
+ * Documentation/design.rst; pure code, no ib_core, tested by KUnit.
+ */
+#ifndef _RDMASHARE_PROTO_H
+#define _RDMASHARE_PROTO_H
+
+#include <linux/types.h>
+
+#define RS_PROTO_VERSION	1
+#define RS_HDR_LEN		32
+
+/* Hard limits of the protocol; tunables are checked against them. */
+#define RS_PROTO_MAX_CHUNK	(1U << 20)	/* payload of one SEND */
+#define RS_PROTO_MAX_MSG	(1U << 30)	/* one application message */
+#define RS_PROTO_MAX_CREDITS	(1U << 16)	/* granted in one header */
+
+enum rs_msg_type {
+	RS_MSG_DATA = 1,	/* a chunk of an application message */
+	RS_MSG_CONNECT,		/* open an AC to a service port */
+	RS_MSG_ACCEPT,		/* the AC is open */
+	RS_MSG_REJECT,		/* no listener, or no resources */
+	RS_MSG_CLOSE,		/* the sender closed its end */
+	RS_MSG_CREDIT,		/* a credit grant and nothing else */
+	RS_MSG_TYPE_MAX = RS_MSG_CREDIT,
+};
+
+/* DATA flags */
+#define RS_F_FIRST	0x0001	/* first chunk of a message */
+#define RS_F_LAST	0x0002	/* last chunk of a message */
+#define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST)
+
+/* Payload of CONNECT and ACCEPT. */
+struct rs_conn_params {
+	u32 port;		/* CONNECT: service port; ACCEPT: 0 */
+	u32 slot_size;		/* largest chunk the sender can receive */
+	u32 credits;		/* receive slots granted up front */
+};
+
+#define RS_CONN_PARAMS_LEN	16
+/* Payload of REJECT: a positive errno (ECONNREFUSED, ENOBUFS, ...). */
+#define RS_REJECT_LEN		4
+
+/**
+ * struct rs_msg - a decoded header (and control payload), in host order
+ */
+struct rs_msg {
+	u8 type;
+	u16 flags;
+	u32 dst_conn;
+	u32 src_conn;
+	u32 seq;
+	u32 msg_len;
+	u32 offset;
+	u32 len;
+	u32 credits;
+	union {
+		struct rs_conn_params conn;	/* CONNECT, ACCEPT */
+		u32 error;			/* REJECT */
+	};
+};
+
+int rs_proto_payload_len(u8 type, u32 data_len);
+int rs_proto_encode(const struct rs_msg *m, void *buf, size_t buf_len);
+int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
+		    struct rs_msg *m);
+
+#endif /* _RDMASHARE_PROTO_H */

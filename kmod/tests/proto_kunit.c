@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for the wire format (proto.c): every message type round
+ * trips, and every malformed header is rejected.
+ */
+#include <kunit/test.h>
+#include <linux/module.h>
+
+#include "proto.h"
+
+#define BUF_LEN (RS_HDR_LEN + 64)
+
+static const struct rs_msg good_msgs[] = {
+	{ .type = RS_MSG_DATA, .flags = RS_F_FIRST | RS_F_LAST, .dst_conn = 1,
+	  .src_conn = 2, .seq = 7, .msg_len = 40, .offset = 0, .len = 40, .credits = 3 },
+	{ .type = RS_MSG_DATA, .flags = RS_F_FIRST, .dst_conn = 0xffffffff,
+	  .src_conn = 9, .seq = 0xffffffff, .msg_len = 1000, .offset = 0, .len = 64 },
+	{ .type = RS_MSG_DATA, .flags = 0, .dst_conn = 5, .src_conn = 6,
+	  .msg_len = 1000, .offset = 64, .len = 64 },
+	{ .type = RS_MSG_DATA, .flags = RS_F_LAST, .dst_conn = 5, .src_conn = 6,
+	  .msg_len = 1000, .offset = 936, .len = 64 },
+	{ .type = RS_MSG_DATA, .flags = RS_F_FIRST | RS_F_LAST, .dst_conn = 5,
+	  .src_conn = 6, .msg_len = 0, .offset = 0, .len = 0 },
+	{ .type = RS_MSG_CONNECT, .src_conn = 11, .len = RS_CONN_PARAMS_LEN,
+	  .conn = { .port = 0x42, .slot_size = 65536, .credits = 8 } },
+	{ .type = RS_MSG_ACCEPT, .dst_conn = 11, .src_conn = 12, .credits = 0,
+	  .len = RS_CONN_PARAMS_LEN, .conn = { .slot_size = 4096, .credits = 16 } },
+	{ .type = RS_MSG_REJECT, .dst_conn = 11, .len = RS_REJECT_LEN,
+	  .error = ECONNREFUSED },
+	{ .type = RS_MSG_CLOSE, .dst_conn = 11, .src_conn = 12 },
+	{ .type = RS_MSG_CREDIT, .dst_conn = 11, .src_conn = 12,
+	  .credits = RS_PROTO_MAX_CREDITS },
+};
+
+static void msg_desc(const struct rs_msg *m, char *desc)
+{
+	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "type %u flags %#x len %u",
+		 m->type, m->flags, m->len);
+}
+
+KUNIT_ARRAY_PARAM(good_msg, good_msgs, msg_desc);
+
+/* Encode, decode, compare; the SEND length is the header plus the payload. */
+static void proto_roundtrip_test(struct kunit *test)
+{
+	const struct rs_msg *m = test->param_value;
+	u8 buf[BUF_LEN];
+	struct rs_msg out;
+	int n;
+
+	memset(buf, 0xa5, sizeof(buf));
+	n = rs_proto_encode(m, buf, sizeof(buf));
+	KUNIT_ASSERT_GE(test, n, RS_HDR_LEN);
+	if (m->type == RS_MSG_DATA)
+		KUNIT_EXPECT_EQ(test, n, RS_HDR_LEN);
+	else
+		KUNIT_EXPECT_EQ(test, n, RS_HDR_LEN + (int)m->len);
+
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m->len, 65536, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.type, m->type);
+	KUNIT_EXPECT_EQ(test, out.flags, m->flags);
+	KUNIT_EXPECT_EQ(test, out.dst_conn, m->dst_conn);
+	KUNIT_EXPECT_EQ(test, out.src_conn, m->src_conn);
+	KUNIT_EXPECT_EQ(test, out.seq, m->seq);
+	KUNIT_EXPECT_EQ(test, out.msg_len, m->msg_len);
+	KUNIT_EXPECT_EQ(test, out.offset, m->offset);
+	KUNIT_EXPECT_EQ(test, out.len, m->len);
+	KUNIT_EXPECT_EQ(test, out.credits, m->credits);
+	if (m->type == RS_MSG_CONNECT || m->type == RS_MSG_ACCEPT) {
+		KUNIT_EXPECT_EQ(test, out.conn.port, m->conn.port);
+		KUNIT_EXPECT_EQ(test, out.conn.slot_size, m->conn.slot_size);
+		KUNIT_EXPECT_EQ(test, out.conn.credits, m->conn.credits);
+	}
+	if (m->type == RS_MSG_REJECT)
+		KUNIT_EXPECT_EQ(test, out.error, m->error);
+
+	/* One byte short or long of the SEND is malformed. */
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m->len + 1, 65536, &out),
+			-EBADMSG);
+	if (RS_HDR_LEN + m->len > 0)
+		KUNIT_EXPECT_EQ(test,
+				rs_proto_decode(buf, RS_HDR_LEN + m->len - 1, 65536, &out),
+				-EBADMSG);
+}
+
+/* A header patched after encoding: which byte, what value, what error. */
+struct bad_case {
+	const char *name;
+	int base;		/* index into good_msgs */
+	unsigned int off;	/* byte offset in the encoded message */
+	u8 val;
+	int err;
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "version 0",			0, 0, 0, -EPROTONOSUPPORT },
+	{ "version 2",			0, 0, 2, -EPROTONOSUPPORT },
+	{ "type 0",			0, 1, 0, -EBADMSG },
+	{ "type too big",		0, 1, RS_MSG_TYPE_MAX + 1, -EBADMSG },
+	{ "type 255",			0, 1, 255, -EBADMSG },
+	{ "unknown data flag",		0, 3, 0x07, -EBADMSG },
+	{ "high flag bits",		0, 2, 0x80, -EBADMSG },
+	{ "data without FIRST",		0, 3, RS_F_LAST, -EBADMSG },
+	{ "data without LAST",		0, 3, RS_F_FIRST, -EBADMSG },
+	{ "FIRST at offset 64",		2, 3, RS_F_FIRST, -EBADMSG },
+	{ "LAST before the end",	2, 3, RS_F_LAST, -EBADMSG },
+	{ "data dst_conn 0",		0, 7, 0, -EBADMSG },
+	{ "msg_len short of chunk",	0, 19, 39, -EBADMSG },
+	{ "msg_len over max",		1, 16, 0x40, -EBADMSG },
+	{ "offset past msg_len",	3, 21, 0x10, -EBADMSG },
+	{ "offset huge",		3, 20, 0xff, -EBADMSG },
+	{ "len over max_chunk",		1, 26, 0x02, -EBADMSG },
+	{ "credits over max",		0, 28, 0x01, -EBADMSG },
+	{ "connect with dst_conn",	5, 7, 1, -EBADMSG },
+	{ "connect port 0",		5, 35, 0, -EBADMSG },
+	{ "connect with seq",		5, 15, 1, -EBADMSG },
+	{ "connect with flags",		5, 3, RS_F_FIRST, -EBADMSG },
+	{ "connect slot size 0",	5, 37, 0, -EBADMSG },
+	{ "connect reserved",		5, 47, 1, -EBADMSG },
+	{ "accept with port",		6, 35, 1, -EBADMSG },
+	{ "reject error 0",		7, 35, 0, -EBADMSG },
+	{ "close src_conn 0",		8, 11, 0, -EBADMSG },
+	{ "credit with msg_len",	9, 19, 1, -EBADMSG },
+};
+
+static void bad_desc(const struct bad_case *c, char *desc)
+{
+	strscpy(desc, c->name, KUNIT_PARAM_DESC_SIZE);
+}
+
+KUNIT_ARRAY_PARAM(bad, bad_cases, bad_desc);
+
+static void proto_malformed_test(struct kunit *test)
+{
+	const struct bad_case *c = test->param_value;
+	const struct rs_msg *m = &good_msgs[c->base];
+	u8 buf[BUF_LEN];
+	struct rs_msg out;
+	u32 send_len = RS_HDR_LEN + m->len;
+
+	KUNIT_ASSERT_GE(test, rs_proto_encode(m, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, send_len, 65536, &out), 0);
+	KUNIT_ASSERT_LT(test, c->off, send_len);
+	buf[c->off] = c->val;
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, send_len, 65536, &out), c->err);
+}
+
+/* A header cut short, an oversized chunk for this host, and the encoder. */
+static void proto_limits_test(struct kunit *test)
+{
+	struct rs_msg m = good_msgs[1], out;
+	u8 buf[BUF_LEN];
+	int i;
+
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), RS_HDR_LEN);
+	for (i = 0; i < RS_HDR_LEN; i++)
+		KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, i, 65536, &out), -EBADMSG);
+	/* 64-byte chunk against a host accepting 32-byte chunks. */
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + 64, 32, &out), -EBADMSG);
+
+	/* The encoder refuses what the decoder would refuse. */
+	m.flags = RS_F_LAST;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), -EINVAL);
+	m = good_msgs[5];
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, RS_HDR_LEN), -ENOSPC);
+	m.type = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), -EINVAL);
+	m.type = RS_MSG_TYPE_MAX + 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, rs_proto_payload_len(RS_MSG_TYPE_MAX + 1, 0), -EINVAL);
+}
+
+/* The header is big endian on the wire whatever the host. */
+static void proto_byte_order_test(struct kunit *test)
+{
+	struct rs_msg m = good_msgs[0];
+	u8 buf[BUF_LEN];
+
+	m.seq = 0x01020304;
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_EXPECT_EQ(test, buf[0], RS_PROTO_VERSION);
+	KUNIT_EXPECT_EQ(test, buf[1], RS_MSG_DATA);
+	KUNIT_EXPECT_EQ(test, buf[3], RS_F_FIRST | RS_F_LAST);
+	KUNIT_EXPECT_EQ(test, buf[12], 0x01);
+	KUNIT_EXPECT_EQ(test, buf[15], 0x04);
+}
+
+static struct kunit_case proto_test_cases[] = {
+	KUNIT_CASE_PARAM(proto_roundtrip_test, good_msg_gen_params),
+	KUNIT_CASE_PARAM(proto_malformed_test, bad_gen_params),
+	KUNIT_CASE(proto_limits_test),
+	KUNIT_CASE(proto_byte_order_test),
+	{}
+};
+
+static struct kunit_suite proto_test_suite = {
+	.name = "rdmashare_proto",
+	.test_cases = proto_test_cases,
+};
+
+kunit_test_suite(proto_test_suite);
+
+MODULE_IMPORT_NS(EXPORTED_FOR_KUNIT_TESTING);
