@@ -11,6 +11,8 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/nospec.h>
+#include <linux/poll.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <uapi/linux/rdmashare.h>
 
@@ -22,6 +24,8 @@
 union rs_ioctl_buf {
 	__u32 size;
 	struct rdmashare_query query;
+	struct rdmashare_setup setup;
+	struct rdmashare_enter enter;
 };
 
 struct rs_ioctl_op {
@@ -39,8 +43,18 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 
 	q->abi_version = RDMASHARE_ABI_VERSION;
 	q->num_devices = rs_device_count();
-	q->features = 0;
+	q->features = RDMASHARE_FEAT_RINGS;
 	return 0;
+}
+
+static int rs_ioctl_setup(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_rings_setup(filp->private_data, &buf->setup);
+}
+
+static int rs_ioctl_enter(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_enter(filp->private_data, &buf->enter);
 }
 
 #define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
@@ -53,6 +67,10 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 static const struct rs_ioctl_op rs_ioctl_ops[] = {
 	RS_IOCTL_OP(RDMASHARE_CMD_QUERY, rs_ioctl_query,
 		    struct rdmashare_query, features),
+	RS_IOCTL_OP(RDMASHARE_CMD_SETUP, rs_ioctl_setup,
+		    struct rdmashare_setup, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_ENTER, rs_ioctl_enter,
+		    struct rdmashare_enter, submitted),
 };
 
 static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -94,12 +112,50 @@ static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 
 static int rs_open(struct inode *inode, struct file *filp)
 {
-	return nonseekable_open(inode, filp);
+	struct rs_file *rf;
+	int ret;
+
+	ret = nonseekable_open(inode, filp);
+	if (ret)
+		return ret;
+	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	if (!rf)
+		return -ENOMEM;
+	rs_rings_init(rf);
+	filp->private_data = rf;
+	return 0;
 }
 
 static int rs_release(struct inode *inode, struct file *filp)
 {
+	struct rs_file *rf = filp->private_data;
+
+	rs_rings_free(rf);
+	kfree(rf);
 	return 0;
+}
+
+static int rs_mmap(struct file *filp, struct vm_area_struct *vma)
+{
+	return rs_rings_mmap(filp->private_data, vma);
+}
+
+static __poll_t rs_poll(struct file *filp, poll_table *wait)
+{
+	struct rs_file *rf = filp->private_data;
+	__poll_t mask = 0;
+
+	/* Pairs with rs_rings_setup(). */
+	if (!smp_load_acquire(&rf->ready))
+		return EPOLLERR;
+	poll_wait(filp, &rf->cq_wait, wait);
+	/* Pairs with the barrier in wake_up: see the tail posted before it. */
+	smp_rmb();
+	if (rs_cq_ready(rf))
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (rs_sq_has_space(rf))
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	return mask;
 }
 
 static const struct file_operations rs_fops = {
@@ -108,6 +164,8 @@ static const struct file_operations rs_fops = {
 	.release = rs_release,
 	.unlocked_ioctl = rs_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = rs_mmap,
+	.poll = rs_poll,
 };
 
 struct miscdevice rs_miscdev = {
@@ -118,8 +176,31 @@ struct miscdevice rs_miscdev = {
 	.mode = 0666,
 };
 
+/* The ABI's layouts: any change here breaks user space. */
+static void rs_abi_layout_check(void)
+{
+	BUILD_BUG_ON(sizeof(struct rdmashare_query) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_ring_offsets) != 32);
+	BUILD_BUG_ON(sizeof(struct rdmashare_setup) != 128);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, sq_off) != 32);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 96);
+	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_sqe) != 64);
+	BUILD_BUG_ON(offsetof(struct rdmashare_sqe, user_data) != 8);
+	BUILD_BUG_ON(offsetof(struct rdmashare_sqe, addr) != 16);
+	BUILD_BUG_ON(offsetof(struct rdmashare_sqe, len) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_cqe) != 32);
+	BUILD_BUG_ON(offsetof(struct rdmashare_cqe, res) != 8);
+	BUILD_BUG_ON(offsetof(struct rdmashare_cqe, ac) != 12);
+	BUILD_BUG_ON(offsetof(struct rdmashare_cqe, type) != 16);
+	BUILD_BUG_ON(offsetof(struct rdmashare_cqe, addr) != 24);
+	BUILD_BUG_ON(RDMASHARE_OFF_DATA < RS_DATA_SIZE_LIMIT);
+	BUILD_BUG_ON(RS_DATA_SIZE_LIMIT > (RS_DATA_SIZE_LIMIT >> PAGE_SHIFT) << PAGE_SHIFT);
+}
+
 int rs_chardev_init(void)
 {
+	rs_abi_layout_check();
 	return misc_register(&rs_miscdev);
 }
 

@@ -18,6 +18,10 @@ static int __init rs_init(void)
 {
 	int ret;
 
+	ret = rs_params_check();
+	if (ret)
+		return ret;
+
 	ret = rs_chardev_init();
 	if (ret)
 		return ret;

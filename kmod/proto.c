@@ -67,6 +67,7 @@ EXPORT_SYMBOL_IF_KUNIT(rs_proto_payload_len);
 /* Checks shared by encode and decode; @max_chunk bounds DATA payloads. */
 static int rs_proto_check(const struct rs_msg *m, u32 max_chunk)
 {
+	bool first, last;
 	u32 end;
 
 	if (rs_proto_payload_len(m->type, m->len) != m->len)
@@ -84,9 +85,10 @@ static int rs_proto_check(const struct rs_msg *m, u32 max_chunk)
 			return -EBADMSG;
 		if (check_add_overflow(m->offset, m->len, &end) || end > m->msg_len)
 			return -EBADMSG;
-		if (!!(m->flags & RS_F_FIRST) != (m->offset == 0))
-			return -EBADMSG;
-		if (!!(m->flags & RS_F_LAST) != (end == m->msg_len))
+		first = m->offset == 0;
+		last = end == m->msg_len;
+		if (!!(m->flags & RS_F_FIRST) != first ||
+		    !!(m->flags & RS_F_LAST) != last)
 			return -EBADMSG;
 		/* Only an empty message may have an empty chunk. */
 		if (!m->len && m->msg_len)

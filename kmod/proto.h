@@ -28,15 +28,16 @@
 #ifndef _RDMASHARE_PROTO_H
 #define _RDMASHARE_PROTO_H
 
+#include <linux/bits.h>
 #include <linux/types.h>
 
 #define RS_PROTO_VERSION	1
 #define RS_HDR_LEN		32
 
 /* Hard limits of the protocol; tunables are checked against them. */
-#define RS_PROTO_MAX_CHUNK	(1U << 20)	/* payload of one SEND */
-#define RS_PROTO_MAX_MSG	(1U << 30)	/* one application message */
-#define RS_PROTO_MAX_CREDITS	(1U << 16)	/* granted in one header */
+#define RS_PROTO_MAX_CHUNK	BIT(20)		/* payload of one SEND */
+#define RS_PROTO_MAX_MSG	BIT(30)		/* one application message */
+#define RS_PROTO_MAX_CREDITS	BIT(16)		/* granted in one header */
 
 enum rs_msg_type {
 	RS_MSG_DATA = 1,	/* a chunk of an application message */
@@ -49,8 +50,8 @@ enum rs_msg_type {
 };
 
 /* DATA flags */
-#define RS_F_FIRST	0x0001	/* first chunk of a message */
-#define RS_F_LAST	0x0002	/* last chunk of a message */
+#define RS_F_FIRST	BIT(0)	/* first chunk of a message */
+#define RS_F_LAST	BIT(1)	/* last chunk of a message */
 #define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST)
 
 /* Payload of CONNECT and ACCEPT. */

@@ -9,6 +9,10 @@
 #include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/sizes.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <uapi/linux/rdmashare.h>
 
 struct ib_device;
 struct ib_pd;
@@ -26,6 +30,101 @@ struct rs_device {
 	struct list_head list;
 	struct kobject kobj;
 };
+
+/**
+ * struct rs_ring_ctl - head and tail of one ring, on their own cache lines
+ */
+struct rs_ring_ctl {
+	u32 head ____cacheline_aligned_in_smp;
+	u32 tail ____cacheline_aligned_in_smp;
+};
+
+/**
+ * struct rs_rings - start of the rings mapping (RDMASHARE_OFF_RINGS)
+ *
+ * User space finds every field through struct rdmashare_setup's offsets;
+ * the SQEs and then the CQEs follow, cache-line aligned.  Everything here is
+ * writable by user space: the kernel keeps its own copies of the masks and
+ * sizes and never trusts the ones in this struct.
+ */
+struct rs_rings {
+	struct rs_ring_ctl sq;
+	struct rs_ring_ctl cq;
+	u32 sq_ring_mask;
+	u32 cq_ring_mask;
+	u32 sq_ring_entries;
+	u32 cq_ring_entries;
+	u32 sq_flags;
+	u32 cq_flags;
+};
+
+#define RS_SQ_ENTRIES_MIN	1
+#define RS_DATA_SIZE_LIMIT	SZ_256M	/* RDMASHARE_OFF_DATA's window */
+
+/**
+ * struct rs_file - an open /dev/rdmashare
+ * @setup_lock: serialises RDMASHARE_IOC_SETUP
+ * @ready: set (release) once the rings exist; they never change after
+ * @rings: ring control words, then @sqes and @cqes (vmalloc_user)
+ * @rings_size: bytes of @rings, page aligned
+ * @sqes: the SQ entries
+ * @cqes: the CQ entries
+ * @data: the data area (vmalloc_user)
+ * @data_size: bytes of @data, page aligned
+ * @sq_entries: SQ size, a power of two (the kernel's copy)
+ * @cq_entries: CQ size, a power of two (the kernel's copy)
+ * @submit_lock: serialises SQ consumers; protects @sq_head
+ * @sq_head: the kernel's SQ head, published to @rings->sq.head
+ * @cq_lock: protects @cq_tail and @cq_reserved
+ * @cq_tail: the kernel's CQ tail, published to @rings->cq.tail
+ * @cq_reserved: completions promised to consumed work but not yet posted
+ * @cq_wait: woken when a completion is posted
+ * @user: the user charged for @rings and @data (RLIMIT_MEMLOCK)
+ * @acct_pages: pages charged to @user
+ */
+struct rs_file {
+	struct mutex setup_lock;	/* serialises SETUP */
+	bool ready;
+	struct rs_rings *rings;
+	size_t rings_size;
+	struct rdmashare_sqe *sqes;
+	struct rdmashare_cqe *cqes;
+	void *data;
+	size_t data_size;
+	u32 sq_entries;
+	u32 cq_entries;
+
+	struct mutex submit_lock;	/* one SQ consumer at a time */
+	u32 sq_head;
+
+	spinlock_t cq_lock;		/* CQ producers */
+	u32 cq_tail;
+	u32 cq_reserved;
+	wait_queue_head_t cq_wait;
+
+	struct user_struct *user;
+	unsigned long acct_pages;
+};
+
+/* params.c: load-time limits and defaults */
+extern unsigned int rs_sq_entries_default;
+extern unsigned int rs_sq_entries_max;
+extern unsigned long rs_data_size_default;
+extern unsigned long rs_data_size_max;
+int rs_params_check(void);
+
+/* rings.c: the per-file rings and data area */
+void rs_rings_init(struct rs_file *rf);
+void rs_rings_free(struct rs_file *rf);
+int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p);
+int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma);
+u32 rs_cq_reserve(struct rs_file *rf, u32 n);
+void rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe);
+u32 rs_cq_ready(struct rs_file *rf);
+bool rs_sq_has_space(struct rs_file *rf);
+
+/* submit.c: consuming the SQ, waiting for completions */
+int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);
 
 /* device.c: ib_client tracking RDMA devices as they come and go */
 extern struct mutex rs_devices_lock;

@@ -3,11 +3,46 @@
 #ifndef LIBRDMASHARE_INTERNAL_H
 #define LIBRDMASHARE_INTERNAL_H
 
-struct rdmashare {
-	int fd;
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "rdmashare.h"
+
+/* Barriers named like the kernel's, as liburing does. */
+#define rs_smp_load_acquire(p) \
+	atomic_load_explicit((_Atomic __typeof__(*(p)) *)(p), memory_order_acquire)
+#define rs_smp_store_release(p, v) \
+	atomic_store_explicit((_Atomic __typeof__(*(p)) *)(p), (v), memory_order_release)
+
+struct rs_sq {
+	unsigned int *khead;	/* kernel's, read with acquire */
+	unsigned int *ktail;	/* ours, published with release */
+	unsigned int mask;
+	unsigned int entries;
+	unsigned int tail;	/* next SQE to hand out */
+	struct rdmashare_sqe *sqes;
 };
 
-/* ioctl(2) that retries on EINTR; returns a negative errno on failure. */
+struct rs_cq {
+	unsigned int *khead;	/* ours, published with release */
+	unsigned int *ktail;	/* kernel's, read with acquire */
+	unsigned int mask;
+	unsigned int entries;
+	struct rdmashare_cqe *cqes;
+};
+
+struct rdmashare {
+	int fd;
+	void *rings;
+	size_t rings_size;
+	void *data;
+	size_t data_size;
+	struct rs_sq sq;
+	struct rs_cq cq;
+};
+
+/* ioctl(2); returns a negative errno on failure. */
 int rs_ioctl(struct rdmashare *rs, unsigned long cmd, void *arg);
+void rs_rings_unmap(struct rdmashare *rs);
 
 #endif

@@ -38,6 +38,7 @@ void rdmashare_close(struct rdmashare *rs)
 {
 	if (!rs)
 		return;
+	rs_rings_unmap(rs);
 	close(rs->fd);
 	free(rs);
 }
@@ -51,9 +52,7 @@ int rs_ioctl(struct rdmashare *rs, unsigned long cmd, void *arg)
 {
 	int ret;
 
-	do {
-		ret = ioctl(rs->fd, cmd, arg);
-	} while (ret < 0 && errno == EINTR);
+	ret = ioctl(rs->fd, cmd, arg);
 	return ret < 0 ? -errno : ret;
 }
 

@@ -55,6 +55,93 @@ int rdmashare_fd(const struct rdmashare *rs);
  */
 int rdmashare_query(struct rdmashare *rs, struct rdmashare_query *q);
 
+/**
+ * rdmashare_setup() - create and map the rings and the data area
+ * @rs: handle from rdmashare_open()
+ * @p: in: sizes wanted (zeroed struct for the defaults), may be NULL;
+ *     out: what the kernel set up.  @p->size is filled in by the library.
+ *
+ * A handle's rings are for one thread at a time, like liburing's; threads
+ * that want to submit concurrently each open their own handle.
+ *
+ * Return: 0, or the negative errno of RDMASHARE_IOC_SETUP or mmap(2).
+ */
+int rdmashare_setup(struct rdmashare *rs, struct rdmashare_setup *p);
+
+/**
+ * rdmashare_data() - the data area
+ * @rs: a set-up handle
+ * @size: receives the area's size; may be NULL
+ *
+ * Return: the start of the mapping (offset 0 of every SQE's addr).
+ */
+void *rdmashare_data(struct rdmashare *rs, size_t *size);
+
+/**
+ * rdmashare_get_sqe() - the next free submission entry, zeroed
+ * @rs: a set-up handle
+ *
+ * Return: the entry to fill in, or NULL when the SQ is full (submit first).
+ */
+struct rdmashare_sqe *rdmashare_get_sqe(struct rdmashare *rs);
+
+/**
+ * rdmashare_submit() - hand the entries filled in so far to the kernel
+ * @rs: a set-up handle
+ *
+ * Return: how many entries the kernel took (fewer than filled in when the
+ * CQ has no room for their completions: reap and submit again), or a
+ * negative errno.
+ */
+int rdmashare_submit(struct rdmashare *rs);
+
+/**
+ * rdmashare_submit_and_wait() - submit, then wait for completions
+ * @rs: a set-up handle
+ * @wait_nr: completions to wait for
+ * @timeout_ms: give up after this long (0: no limit)
+ *
+ * Return: as rdmashare_submit(); -ETIME or -EINTR when the wait ended
+ * early and nothing was submitted.
+ */
+int rdmashare_submit_and_wait(struct rdmashare *rs, unsigned int wait_nr,
+			      unsigned int timeout_ms);
+
+/**
+ * rdmashare_peek_cqe() - the oldest unreaped completion, without waiting
+ * @rs: a set-up handle
+ * @cqe: receives a pointer into the CQ, valid until rdmashare_cqe_seen()
+ *
+ * Return: 0, or -EAGAIN when the CQ is empty.
+ */
+int rdmashare_peek_cqe(struct rdmashare *rs, struct rdmashare_cqe **cqe);
+
+/**
+ * rdmashare_wait_cqe() - the oldest unreaped completion, waiting for one
+ * @rs: a set-up handle
+ * @cqe: as for rdmashare_peek_cqe()
+ * @timeout_ms: give up after this long (0: no limit)
+ *
+ * Return: 0, -ETIME, -EINTR, or another negative errno.
+ */
+int rdmashare_wait_cqe(struct rdmashare *rs, struct rdmashare_cqe **cqe,
+		       unsigned int timeout_ms);
+
+/**
+ * rdmashare_cqe_seen() - give a completion's slot back to the kernel
+ * @rs: a set-up handle
+ * @cqe: the entry from rdmashare_peek_cqe() or rdmashare_wait_cqe()
+ */
+void rdmashare_cqe_seen(struct rdmashare *rs, struct rdmashare_cqe *cqe);
+
+/**
+ * rdmashare_cq_ready() - completions waiting to be reaped
+ * @rs: a set-up handle
+ *
+ * Return: the number of entries in the CQ.
+ */
+unsigned int rdmashare_cq_ready(struct rdmashare *rs);
+
 #ifdef __cplusplus
 }
 #endif

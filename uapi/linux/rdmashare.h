@@ -26,8 +26,13 @@
 
 /* Command numbers: RDMASHARE_IOC_* is _IO(RDMASHARE_TYPE, RDMASHARE_CMD_*). */
 enum {
-	RDMASHARE_CMD_QUERY = 0x00
+	RDMASHARE_CMD_QUERY = 0x00,
+	RDMASHARE_CMD_SETUP = 0x01,
+	RDMASHARE_CMD_ENTER = 0x02
 };
+
+/* RDMASHARE_IOC_QUERY features */
+#define RDMASHARE_FEAT_RINGS	(1ULL << 0)	/* SETUP, ENTER, mmap'd rings */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -46,5 +51,164 @@ struct rdmashare_query {
 };
 
 #define RDMASHARE_IOC_QUERY	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_QUERY)
+
+/*
+ * Rings.  Each file, once set up, has a submission queue (SQ) of struct
+ * rdmashare_sqe, a completion queue (CQ) of struct rdmashare_cqe, and a data
+ * area for payloads, all shared with the kernel through mmap(2):
+ *
+ *   offset RDMASHARE_OFF_RINGS: the ring control words, the SQ entries and
+ *                               the CQ entries (rings_size bytes); where
+ *                               each is comes in struct rdmashare_setup
+ *   offset RDMASHARE_OFF_DATA:  the data area (data_size bytes)
+ *
+ * Indices are free-running __u32, an entry's slot is index & ring_mask.  The
+ * application owns the SQ tail and the CQ head, the kernel the SQ head and
+ * the CQ tail.  The owner publishes with a store-release, the other side
+ * reads with a load-acquire (liburing's io_uring_smp_store_release and
+ * io_uring_smp_load_acquire).
+ */
+#define RDMASHARE_OFF_RINGS	0x00000000ULL
+#define RDMASHARE_OFF_DATA	0x10000000ULL
+
+/**
+ * struct rdmashare_ring_offsets - where a ring is in the rings mapping
+ * @head: offset of the __u32 head index
+ * @tail: offset of the __u32 tail index
+ * @ring_mask: offset of the __u32 mask (entries - 1)
+ * @ring_entries: offset of the __u32 number of entries
+ * @flags: offset of the __u32 ring flags (none defined yet)
+ * @entries: offset of the first entry
+ * @resv: reserved
+ */
+struct rdmashare_ring_offsets {
+	__u32 head;
+	__u32 tail;
+	__u32 ring_mask;
+	__u32 ring_entries;
+	__u32 flags;
+	__u32 entries;
+	__u32 resv[2];
+};
+
+/**
+ * struct rdmashare_setup - RDMASHARE_IOC_SETUP
+ * @size: sizeof(struct rdmashare_setup)
+ * @flags: must be 0
+ * @sq_entries: in: SQ size wanted, 0 for the default; rounded up to a power
+ *	of two; out: the SQ size
+ * @cq_entries: in: CQ size wanted, 0 for twice the SQ; at least the SQ
+ *	size; rounded up to a power of two; out: the CQ size
+ * @data_size: in: data area bytes wanted, 0 for the default; rounded up to
+ *	the page size; out: the data area size
+ * @rings_size: out: length to mmap at RDMASHARE_OFF_RINGS
+ * @sq_off: out: the SQ in the rings mapping
+ * @cq_off: out: the CQ in the rings mapping
+ * @resv: reserved, must be 0
+ *
+ * Once per file: a second call gets -EBUSY.  Sizes above the module's limits
+ * get -EINVAL; memory beyond RLIMIT_MEMLOCK (without CAP_IPC_LOCK) -ENOMEM.
+ */
+struct rdmashare_setup {
+	__u32 size;
+	__u32 flags;
+	__u32 sq_entries;
+	__u32 cq_entries;
+	__aligned_u64 data_size;
+	__aligned_u64 rings_size;
+	struct rdmashare_ring_offsets sq_off;
+	struct rdmashare_ring_offsets cq_off;
+	__aligned_u64 resv[4];
+};
+
+#define RDMASHARE_IOC_SETUP	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SETUP)
+
+/* SQE opcodes */
+enum {
+	RDMASHARE_OP_NOP = 0,		/* completes at once with res 0 */
+	RDMASHARE_OP_LAST		/* first unknown opcode */
+};
+
+/**
+ * struct rdmashare_sqe - a submission, 64 bytes
+ * @opcode: RDMASHARE_OP_*
+ * @flags: none defined yet, must be 0
+ * @resv0: must be 0
+ * @ac: the abstract connection the operation is for
+ * @user_data: returned unchanged in the operation's completion
+ * @addr: offset in the data area
+ * @len: bytes at @addr
+ * @resv1: must be 0
+ * @resv2: must be 0
+ */
+struct rdmashare_sqe {
+	__u8 opcode;
+	__u8 flags;
+	__u16 resv0;
+	__u32 ac;
+	__aligned_u64 user_data;
+	__aligned_u64 addr;
+	__u32 len;
+	__u32 resv1;
+	__aligned_u64 resv2[4];
+};
+
+/* CQE types */
+enum {
+	RDMASHARE_CQE_OP = 0		/* completion of an SQE */
+};
+
+/**
+ * struct rdmashare_cqe - a completion, 32 bytes
+ * @user_data: the SQE's user_data
+ * @res: result: >= 0 on success, a negative errno on failure
+ * @ac: the abstract connection
+ * @type: RDMASHARE_CQE_*
+ * @opcode: for RDMASHARE_CQE_OP, the SQE's opcode
+ * @flags: none defined yet
+ * @resv: reserved
+ * @addr: offset in the data area, where relevant
+ */
+struct rdmashare_cqe {
+	__aligned_u64 user_data;
+	__s32 res;
+	__u32 ac;
+	__u8 type;
+	__u8 opcode;
+	__u16 flags;
+	__u32 resv;
+	__aligned_u64 addr;
+};
+
+/* RDMASHARE_IOC_ENTER flags */
+#define RDMASHARE_ENTER_GETEVENTS	(1U << 0)	/* wait for min_complete */
+
+/**
+ * struct rdmashare_enter - RDMASHARE_IOC_ENTER
+ * @size: sizeof(struct rdmashare_enter)
+ * @flags: RDMASHARE_ENTER_*
+ * @to_submit: in: consume up to this many SQEs
+ * @min_complete: in: with RDMASHARE_ENTER_GETEVENTS, wait until the CQ
+ *	holds at least this many completions
+ * @timeout_ms: in: with RDMASHARE_ENTER_GETEVENTS, give up waiting after
+ *	this long (-ETIME); 0 waits without limit
+ * @submitted: out: SQEs consumed
+ *
+ * Each consumed SQE yields exactly one completion.  A malformed SQE (unknown
+ * opcode or flag, non-zero reserved field) completes with -EINVAL; an SQ
+ * tail more than sq_entries ahead of the head makes the call fail with
+ * -EINVAL and consume nothing.  A signal ends the wait with -EINTR, after
+ * the submissions.
+ */
+struct rdmashare_enter {
+	__u32 size;
+	__u32 flags;
+	__u32 to_submit;
+	__u32 min_complete;
+	__u32 timeout_ms;
+	__u32 submitted;
+};
+
+#define RDMASHARE_IOC_ENTER	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_ENTER)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */

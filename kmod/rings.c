@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: the rings and the data area of a file.
+ *
+ * RDMASHARE_IOC_SETUP allocates, once per file, the rings mapping (control
+ * words, SQEs, CQEs) and the data area with vmalloc_user(), charges them to
+ * the caller's RLIMIT_MEMLOCK as io_uring does, and reports the layout with
+ * offsetof(), so user space hard-codes nothing.
+ *
+ * Barriers (the contract of uapi/linux/rdmashare.h): the kernel reads the
+ * SQ tail and the CQ head with smp_load_acquire() and publishes the SQ head
+ * and the CQ tail with smp_store_release().  Its own indices, masks and
+ * sizes live in struct rs_file, never read back from the shared memory.
+ *
+ * The CQ never overflows: a completion slot is reserved (rs_cq_reserve())
+ * before work that will complete is accepted, so when the application stops
+ * reaping, the kernel stops accepting instead of dropping completions.
+ */
+#include <linux/cred.h>
+#include <linux/mm.h>
+#include <linux/nospec.h>
+#include <linux/overflow.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/user.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "rdmashare.h"
+#include "ring.h"
+
+#define RS_OFF_DATA_PGOFF	(RDMASHARE_OFF_DATA >> PAGE_SHIFT)
+
+void rs_rings_init(struct rs_file *rf)
+{
+	mutex_init(&rf->setup_lock);
+	mutex_init(&rf->submit_lock);
+	spin_lock_init(&rf->cq_lock);
+	init_waitqueue_head(&rf->cq_wait);
+}
+
+/* Charge @pages to the file's user against RLIMIT_MEMLOCK, as io_uring does. */
+static int rs_account_mem(struct rs_file *rf, unsigned long pages)
+{
+	struct user_struct *user = rf->user;
+	unsigned long limit, cur, new;
+
+	if (capable(CAP_IPC_LOCK))
+		return 0;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	cur = atomic_long_read(&user->locked_vm);
+	do {
+		if (check_add_overflow(cur, pages, &new) || new > limit)
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+	rf->acct_pages = pages;
+	return 0;
+}
+
+void rs_rings_free(struct rs_file *rf)
+{
+	vfree(rf->data);
+	vfree(rf->rings);
+	if (rf->user) {
+		atomic_long_sub(rf->acct_pages, &rf->user->locked_vm);
+		free_uid(rf->user);
+	}
+	rf->data = NULL;
+	rf->rings = NULL;
+	rf->user = NULL;
+	rf->acct_pages = 0;
+}
+
+/* Round a requested ring size up to a power of two within the limits. */
+static int rs_ring_size(u32 want, u32 dflt, u32 max, u32 *out)
+{
+	if (!want)
+		want = dflt;
+	if (want > max)
+		return -EINVAL;
+	*out = roundup_pow_of_two(want);
+	return 0;
+}
+
+static void rs_fill_offsets(struct rdmashare_ring_offsets *o, size_t ctl,
+			    size_t mask, size_t entries, size_t flags,
+			    size_t array)
+{
+	o->head = ctl + offsetof(struct rs_ring_ctl, head);
+	o->tail = ctl + offsetof(struct rs_ring_ctl, tail);
+	o->ring_mask = mask;
+	o->ring_entries = entries;
+	o->flags = flags;
+	o->entries = array;
+	memset(o->resv, 0, sizeof(o->resv));
+}
+
+int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
+{
+	size_t sqes_off, cqes_off, rings_size, data_size;
+	u32 sq_entries, cq_entries;
+	int ret;
+
+	if (p->flags || p->resv[0] || p->resv[1] || p->resv[2] || p->resv[3])
+		return -EINVAL;
+	ret = rs_ring_size(p->sq_entries, rs_sq_entries_default, rs_sq_entries_max,
+			   &sq_entries);
+	if (ret)
+		return ret;
+	/* The CQ holds at least one completion per SQ entry. */
+	ret = rs_ring_size(p->cq_entries ?: 2 * sq_entries, 0, 2 * rs_sq_entries_max,
+			   &cq_entries);
+	if (ret)
+		return ret;
+	if (cq_entries < sq_entries)
+		return -EINVAL;
+
+	data_size = p->data_size ?: rs_data_size_default;
+	if (data_size > rs_data_size_max)
+		return -EINVAL;
+	data_size = PAGE_ALIGN(data_size);
+
+	sqes_off = ALIGN(sizeof(struct rs_rings), SMP_CACHE_BYTES);
+	cqes_off = sqes_off + array_size(sq_entries, sizeof(struct rdmashare_sqe));
+	rings_size = PAGE_ALIGN(cqes_off +
+				array_size(cq_entries, sizeof(struct rdmashare_cqe)));
+
+	mutex_lock(&rf->setup_lock);
+	if (rf->ready) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+
+	rf->user = get_uid(current_user());
+	ret = rs_account_mem(rf, (rings_size + data_size) >> PAGE_SHIFT);
+	if (ret)
+		goto out_free;
+
+	ret = -ENOMEM;
+	rf->rings = vmalloc_user(rings_size);
+	if (!rf->rings)
+		goto out_free;
+	rf->data = vmalloc_user(data_size);
+	if (!rf->data)
+		goto out_free;
+
+	rf->rings_size = rings_size;
+	rf->data_size = data_size;
+	rf->sqes = (void *)rf->rings + sqes_off;
+	rf->cqes = (void *)rf->rings + cqes_off;
+	rf->sq_entries = sq_entries;
+	rf->cq_entries = cq_entries;
+	rf->rings->sq_ring_mask = sq_entries - 1;
+	rf->rings->cq_ring_mask = cq_entries - 1;
+	rf->rings->sq_ring_entries = sq_entries;
+	rf->rings->cq_ring_entries = cq_entries;
+
+	p->sq_entries = sq_entries;
+	p->cq_entries = cq_entries;
+	p->data_size = data_size;
+	p->rings_size = rings_size;
+	rs_fill_offsets(&p->sq_off, offsetof(struct rs_rings, sq),
+			offsetof(struct rs_rings, sq_ring_mask),
+			offsetof(struct rs_rings, sq_ring_entries),
+			offsetof(struct rs_rings, sq_flags), sqes_off);
+	rs_fill_offsets(&p->cq_off, offsetof(struct rs_rings, cq),
+			offsetof(struct rs_rings, cq_ring_mask),
+			offsetof(struct rs_rings, cq_ring_entries),
+			offsetof(struct rs_rings, cq_flags), cqes_off);
+
+	/* Pairs with the smp_load_acquire() of every user of the rings. */
+	smp_store_release(&rf->ready, true);
+	mutex_unlock(&rf->setup_lock);
+	return 0;
+
+out_free:
+	rs_rings_free(rf);
+out_unlock:
+	mutex_unlock(&rf->setup_lock);
+	return ret;
+}
+
+/*
+ * mmap(2) of a region: RDMASHARE_OFF_RINGS or RDMASHARE_OFF_DATA, possibly
+ * at a page offset inside it.  Shared mappings only, never executable.
+ */
+int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
+{
+	unsigned long len = vma->vm_end - vma->vm_start;
+	unsigned long pgoff = vma->vm_pgoff;
+	size_t region_size;
+	void *region;
+
+	/* Pairs with rs_rings_setup(): the regions are complete once ready. */
+	if (!smp_load_acquire(&rf->ready))
+		return -EINVAL;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+
+	if (pgoff >= RS_OFF_DATA_PGOFF) {
+		region = rf->data;
+		region_size = rf->data_size;
+		pgoff -= RS_OFF_DATA_PGOFF;
+	} else {
+		region = rf->rings;
+		region_size = rf->rings_size;
+	}
+	if (pgoff >= region_size >> PAGE_SHIFT ||
+	    len > region_size - (pgoff << PAGE_SHIFT))
+		return -EINVAL;
+
+	rs_vm_flags_clear(vma, VM_MAYEXEC);
+	return remap_vmalloc_range(vma, region, pgoff);
+}
+
+/*
+ * Reserve up to @n completion slots; returns how many were reserved.  A CQ
+ * head that user space moved where it cannot be reads as a full CQ.
+ */
+u32 rs_cq_reserve(struct rs_file *rf, u32 n)
+{
+	unsigned long flags;
+	int free;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	/* Pairs with the application's store-release of the head it reaped. */
+	free = rs_ring_free(smp_load_acquire(&rf->rings->cq.head), rf->cq_tail,
+			    rf->cq_entries);
+	if (free < 0 || (u32)free <= rf->cq_reserved)
+		n = 0;
+	else
+		n = min_t(u32, n, free - rf->cq_reserved);
+	rf->cq_reserved += n;
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+	return n;
+}
+
+/* Post a completion into a slot reserved by rs_cq_reserve(). */
+void rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe)
+{
+	unsigned long flags;
+	u32 slot;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	if (WARN_ON_ONCE(!rf->cq_reserved)) {
+		spin_unlock_irqrestore(&rf->cq_lock, flags);
+		return;
+	}
+	rf->cq_reserved--;
+	slot = array_index_nospec(rs_ring_slot(rf->cq_tail, rf->cq_entries),
+				  rf->cq_entries);
+	memcpy(&rf->cqes[slot], cqe, sizeof(*cqe));
+	rf->cq_tail++;
+	/* The entry is visible before the tail that covers it. */
+	smp_store_release(&rf->rings->cq.tail, rf->cq_tail);
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+	wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
+}
+
+/* Completions waiting to be reaped (a corrupted head reads as "some"). */
+u32 rs_cq_ready(struct rs_file *rf)
+{
+	return READ_ONCE(rf->cq_tail) - READ_ONCE(rf->rings->cq.head);
+}
+
+/* Room in the SQ for the application (a corrupted tail reads as none). */
+bool rs_sq_has_space(struct rs_file *rf)
+{
+	return rs_ring_free(READ_ONCE(rf->sq_head), READ_ONCE(rf->rings->sq.tail),
+			    rf->sq_entries) > 0;
+}

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: consuming the submission queue (RDMASHARE_IOC_ENTER).
+ *
+ * The caller's thread copies each SQE out of the shared ring once, validates
+ * the copy and hands the operation on; it never touches a QP.  Every
+ * consumed SQE yields exactly one completion, whose CQ slot is reserved
+ * before the SQE is consumed.
+ */
+#include <linux/jiffies.h>
+#include <linux/nospec.h>
+#include <linux/sched/signal.h>
+#include <linux/string.h>
+
+#include "rdmashare.h"
+#include "ring.h"
+
+static void rs_complete(struct rs_file *rf, const struct rdmashare_sqe *sqe,
+			int res)
+{
+	struct rdmashare_cqe cqe = {
+		.user_data = sqe->user_data,
+		.res = res,
+		.ac = sqe->ac,
+		.type = RDMASHARE_CQE_OP,
+		.opcode = sqe->opcode,
+	};
+
+	rs_cq_post(rf, &cqe);
+}
+
+/* Fields every SQE must leave zero, whatever its opcode. */
+static bool rs_sqe_reserved_clear(const struct rdmashare_sqe *sqe)
+{
+	return !sqe->flags && !sqe->resv0 && !sqe->resv1 &&
+	       !memchr_inv(sqe->resv2, 0, sizeof(sqe->resv2));
+}
+
+/* Start one operation; it completes, now or later, exactly once. */
+static void rs_submit_one(struct rs_file *rf, const struct rdmashare_sqe *sqe)
+{
+	if (!rs_sqe_reserved_clear(sqe)) {
+		rs_complete(rf, sqe, -EINVAL);
+		return;
+	}
+
+	switch (sqe->opcode) {
+	case RDMASHARE_OP_NOP:
+		if (sqe->ac || sqe->addr || sqe->len) {
+			rs_complete(rf, sqe, -EINVAL);
+			return;
+		}
+		rs_complete(rf, sqe, 0);
+		return;
+	default:
+		rs_complete(rf, sqe, -EINVAL);
+		return;
+	}
+}
+
+static int rs_submit(struct rs_file *rf, u32 to_submit)
+{
+	struct rdmashare_sqe sqe;
+	u32 tail, n, i, slot;
+	int avail;
+
+	mutex_lock(&rf->submit_lock);
+	/* Pairs with the application's store-release: its SQEs are written. */
+	tail = smp_load_acquire(&rf->rings->sq.tail);
+	avail = rs_ring_to_consume(rf->sq_head, tail, rf->sq_entries, to_submit);
+	if (avail < 0) {
+		mutex_unlock(&rf->submit_lock);
+		return avail;
+	}
+	n = rs_cq_reserve(rf, avail);
+	for (i = 0; i < n; i++) {
+		slot = array_index_nospec(rs_ring_slot(rf->sq_head, rf->sq_entries),
+					  rf->sq_entries);
+		/* Read the entry once; validate and use only the copy. */
+		memcpy(&sqe, &rf->sqes[slot], sizeof(sqe));
+		rf->sq_head++;
+		rs_submit_one(rf, &sqe);
+	}
+	/* The SQEs were copied out before their slots are handed back. */
+	smp_store_release(&rf->rings->sq.head, rf->sq_head);
+	mutex_unlock(&rf->submit_lock);
+	return n;
+}
+
+int rs_enter(struct rs_file *rf, struct rdmashare_enter *e)
+{
+	long timeout = MAX_SCHEDULE_TIMEOUT;
+	int submitted = 0;
+	long ret;
+
+	if (e->flags & ~RDMASHARE_ENTER_GETEVENTS)
+		return -EINVAL;
+	if (!(e->flags & RDMASHARE_ENTER_GETEVENTS) && (e->min_complete || e->timeout_ms))
+		return -EINVAL;
+	/* Pairs with rs_rings_setup(). */
+	if (!smp_load_acquire(&rf->ready))
+		return -EINVAL;
+
+	if (e->to_submit) {
+		submitted = rs_submit(rf, e->to_submit);
+		if (submitted < 0)
+			return submitted;
+	}
+	e->submitted = submitted;
+
+	if (!(e->flags & RDMASHARE_ENTER_GETEVENTS) || !e->min_complete)
+		return 0;
+	if (e->min_complete > rf->cq_entries)
+		return submitted ? 0 : -EINVAL;
+	if (e->timeout_ms)
+		timeout = msecs_to_jiffies(e->timeout_ms);
+
+	ret = wait_event_interruptible_timeout(rf->cq_wait,
+					       rs_cq_ready(rf) >= e->min_complete,
+					       timeout);
+	if (submitted || ret > 0)
+		return 0;
+	if (ret == -ERESTARTSYS)
+		return -EINTR;
+	return -ETIME;
+}
