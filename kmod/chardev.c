@@ -26,6 +26,9 @@ union rs_ioctl_buf {
 	struct rdmashare_query query;
 	struct rdmashare_setup setup;
 	struct rdmashare_enter enter;
+	struct rdmashare_listen listen;
+	struct rdmashare_connect connect;
+	struct rdmashare_accept accept;
 };
 
 struct rs_ioctl_op {
@@ -43,7 +46,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 
 	q->abi_version = RDMASHARE_ABI_VERSION;
 	q->num_devices = rs_device_count();
-	q->features = RDMASHARE_FEAT_RINGS;
+	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC;
 	return 0;
 }
 
@@ -55,6 +58,21 @@ static int rs_ioctl_setup(struct file *filp, union rs_ioctl_buf *buf)
 static int rs_ioctl_enter(struct file *filp, union rs_ioctl_buf *buf)
 {
 	return rs_enter(filp->private_data, &buf->enter);
+}
+
+static int rs_ioctl_listen(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_ac_listen(filp->private_data, &buf->listen);
+}
+
+static int rs_ioctl_connect(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_ac_connect(filp->private_data, &buf->connect);
+}
+
+static int rs_ioctl_accept(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_ac_accept(filp->private_data, &buf->accept);
 }
 
 #define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
@@ -71,6 +89,12 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 		    struct rdmashare_setup, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_ENTER, rs_ioctl_enter,
 		    struct rdmashare_enter, submitted),
+	RS_IOCTL_OP(RDMASHARE_CMD_LISTEN, rs_ioctl_listen,
+		    struct rdmashare_listen, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_CONNECT, rs_ioctl_connect,
+		    struct rdmashare_connect, ac),
+	RS_IOCTL_OP(RDMASHARE_CMD_ACCEPT, rs_ioctl_accept,
+		    struct rdmashare_accept, peer),
 };
 
 static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -118,20 +142,16 @@ static int rs_open(struct inode *inode, struct file *filp)
 	ret = nonseekable_open(inode, filp);
 	if (ret)
 		return ret;
-	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	rf = rs_file_alloc();
 	if (!rf)
 		return -ENOMEM;
-	rs_rings_init(rf);
 	filp->private_data = rf;
 	return 0;
 }
 
 static int rs_release(struct inode *inode, struct file *filp)
 {
-	struct rs_file *rf = filp->private_data;
-
-	rs_rings_free(rf);
-	kfree(rf);
+	rs_file_release(filp->private_data);
 	return 0;
 }
 
@@ -181,9 +201,14 @@ static void rs_abi_layout_check(void)
 {
 	BUILD_BUG_ON(sizeof(struct rdmashare_query) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_ring_offsets) != 32);
-	BUILD_BUG_ON(sizeof(struct rdmashare_setup) != 128);
+	BUILD_BUG_ON(sizeof(struct rdmashare_setup) != 152);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, sq_off) != 32);
-	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 96);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, rx_slots) != 96);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 120);
+	BUILD_BUG_ON(sizeof(struct rdmashare_addr) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 40);
+	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 48);
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_sqe) != 64);
 	BUILD_BUG_ON(offsetof(struct rdmashare_sqe, user_data) != 8);

@@ -15,6 +15,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "rdmashare.h"
+#include "transport.h"
 
 /* Protects rs_devices and the sysfs names of its entries. */
 DEFINE_MUTEX(rs_devices_lock);
@@ -34,6 +35,159 @@ int rs_device_count(void)
 	return n;
 }
 
+struct rs_device *rs_device_get_by_ibdev(struct ib_device *ibdev)
+{
+	return ib_get_client_data(ibdev, &rs_ib_client);
+}
+
+static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+
+int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx)
+{
+	struct ib_sge sge = {
+		.addr = rx->dma,
+		.length = rdev->rx_buf_size,
+		.lkey = rdev->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &rx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	ib_dma_sync_single_for_device(rdev->ibdev, rx->dma, rdev->rx_buf_size,
+				      DMA_FROM_DEVICE);
+	return ib_post_srq_recv(rdev->srq, &wr, NULL);
+}
+
+/*
+ * A SEND arrived on one of the device's QPs: decode it, hand it to the AC
+ * layer, give the buffer back to the SRQ.  Everything is copied out before
+ * this returns, so the SRQ never waits for an application.
+ */
+static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rs_rx_buf *rx = container_of(wc->wr_cqe, struct rs_rx_buf, cqe);
+	struct rs_device *rdev = rx->rdev;
+	/* Valid: a QP is destroyed only after its CQ was drained (cm.c). */
+	struct rs_qp *qp = wc->qp->qp_context;
+	struct rs_proto_msg m;
+	int ret;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_err_ratelimited("%s: receive failed: %s\n",
+					   dev_name(&rdev->ibdev->dev),
+					   ib_wc_status_msg(wc->status));
+		/* A QP that failed returns the buffer it held: post it again. */
+		goto repost;
+	}
+
+	ib_dma_sync_single_for_cpu(rdev->ibdev, rx->dma, rdev->rx_buf_size,
+				   DMA_FROM_DEVICE);
+	ret = rs_proto_decode(rx->buf, wc->byte_len, rdev->rx_buf_size - RS_HDR_LEN, &m);
+	if (ret)
+		pr_warn_ratelimited("%s: dropped a malformed message: %d\n",
+				    dev_name(&rdev->ibdev->dev), ret);
+	else
+		rs_ac_recv(qp, &m, rx->buf + RS_HDR_LEN);
+repost:
+	ret = rs_device_post_recv(rdev, rx);
+	if (ret)
+		pr_err_ratelimited("%s: cannot repost a receive buffer: %d\n",
+				   dev_name(&rdev->ibdev->dev), ret);
+}
+
+static void rs_rx_free(struct rs_device *rdev, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		ib_dma_unmap_single(rdev->ibdev, rdev->rx_bufs[i].dma,
+				    rdev->rx_buf_size, DMA_FROM_DEVICE);
+		kfree(rdev->rx_bufs[i].buf);
+	}
+	kvfree(rdev->rx_bufs);
+	rdev->rx_bufs = NULL;
+}
+
+/*
+ * The SRQ and its buffers; undone by rs_srq_destroy().  Receive completions
+ * arrive on the CQ of the QP that took the buffer.
+ */
+static int rs_srq_create(struct rs_device *rdev)
+{
+	struct ib_device *ibdev = rdev->ibdev;
+	struct ib_srq_init_attr attr = {};
+	u32 i, n;
+	int ret;
+
+	if (!ibdev->attrs.max_srq || !ibdev->attrs.max_srq_wr) {
+		pr_info("%s: no SRQ support, not used\n", dev_name(&ibdev->dev));
+		return -EOPNOTSUPP;
+	}
+	rdev->srq_size = min_t(u32, rs_srq_size, ibdev->attrs.max_srq_wr);
+	rdev->rx_buf_size = RS_HDR_LEN + rs_chunk_size;
+
+	attr.attr.max_wr = rdev->srq_size;
+	attr.attr.max_sge = 1;
+	attr.srq_type = IB_SRQT_BASIC;
+	rdev->srq = ib_create_srq(rdev->pd, &attr);
+	if (IS_ERR(rdev->srq)) {
+		ret = PTR_ERR(rdev->srq);
+		rdev->srq = NULL;
+		return ret;
+	}
+
+	ret = -ENOMEM;
+	rdev->rx_bufs = kvcalloc(rdev->srq_size, sizeof(*rdev->rx_bufs), GFP_KERNEL);
+	if (!rdev->rx_bufs)
+		goto out_destroy_srq;
+	for (n = 0; n < rdev->srq_size; n++) {
+		struct rs_rx_buf *rx = &rdev->rx_bufs[n];
+
+		rx->rdev = rdev;
+		rx->cqe.done = rs_rx_done;
+		rx->buf = kmalloc(rdev->rx_buf_size, GFP_KERNEL);
+		if (!rx->buf)
+			goto out_free_bufs;
+		rx->dma = ib_dma_map_single(ibdev, rx->buf, rdev->rx_buf_size,
+					    DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(ibdev, rx->dma)) {
+			kfree(rx->buf);
+			goto out_free_bufs;
+		}
+	}
+	for (i = 0; i < rdev->srq_size; i++) {
+		ret = rs_device_post_recv(rdev, &rdev->rx_bufs[i]);
+		if (ret)
+			goto out_free_bufs;
+	}
+	return 0;
+
+out_free_bufs:
+	/* No QP uses the SRQ yet: its posted buffers never complete. */
+	ib_destroy_srq(rdev->srq);
+	rdev->srq = NULL;
+	rs_rx_free(rdev, n);
+	return ret;
+out_destroy_srq:
+	ib_destroy_srq(rdev->srq);
+	rdev->srq = NULL;
+	return ret;
+}
+
+/*
+ * Every QP on the device is gone, and with it every completion that could
+ * repost a buffer: the posted buffers just go with the SRQ.
+ */
+static void rs_srq_destroy(struct rs_device *rdev)
+{
+	ib_destroy_srq(rdev->srq);
+	rdev->srq = NULL;
+	rs_rx_free(rdev, rdev->srq_size);
+}
+
 static int rs_ib_add(struct ib_device *ibdev)
 {
 	struct rs_device *rdev;
@@ -44,6 +198,7 @@ static int rs_ib_add(struct ib_device *ibdev)
 		return -ENOMEM;
 	rdev->ibdev = ibdev;
 	INIT_LIST_HEAD(&rdev->list);
+	atomic_set(&rdev->nr_qps, 0);
 	rs_sysfs_init_device(rdev);
 
 	rdev->pd = ib_alloc_pd(ibdev, 0);
@@ -53,11 +208,15 @@ static int rs_ib_add(struct ib_device *ibdev)
 		goto out_put;
 	}
 
+	ret = rs_srq_create(rdev);
+	if (ret)
+		goto out_dealloc_pd;
+
 	mutex_lock(&rs_devices_lock);
 	ret = rs_sysfs_add_device(rdev);
 	if (ret) {
 		mutex_unlock(&rs_devices_lock);
-		goto out_dealloc_pd;
+		goto out_destroy_srq;
 	}
 	list_add_tail(&rdev->list, &rs_devices);
 	ib_set_client_data(ibdev, &rs_ib_client, rdev);
@@ -66,6 +225,8 @@ static int rs_ib_add(struct ib_device *ibdev)
 	pr_info("%s: added\n", dev_name(&ibdev->dev));
 	return 0;
 
+out_destroy_srq:
+	rs_srq_destroy(rdev);
 out_dealloc_pd:
 	ib_dealloc_pd(rdev->pd);
 out_put:
@@ -82,7 +243,10 @@ static void rs_ib_remove(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&rs_devices_lock);
 
 	pr_info("%s: removed\n", dev_name(&ibdev->dev));
+	/* Every QP on the device, with its ACs, goes first. */
+	rs_qps_down_device(rdev);
 	rs_sysfs_del_device(rdev);
+	rs_srq_destroy(rdev);
 	ib_dealloc_pd(rdev->pd);
 	rs_sysfs_put_device(rdev);
 }

@@ -13,6 +13,7 @@
 #include <uapi/linux/rdmashare.h>
 
 #include "rdmashare.h"
+#include "transport.h"
 
 static int __init rs_init(void)
 {
@@ -30,13 +31,19 @@ static int __init rs_init(void)
 	if (ret)
 		goto out_chardev_exit;
 
-	ret = rs_ib_init();
+	ret = rs_cm_init();
 	if (ret)
 		goto out_sysfs_exit;
+
+	ret = rs_ib_init();
+	if (ret)
+		goto out_cm_exit;
 
 	pr_info("loaded, ABI version %d\n", RDMASHARE_ABI_VERSION);
 	return 0;
 
+out_cm_exit:
+	rs_cm_exit();
 out_sysfs_exit:
 	rs_sysfs_exit();
 out_chardev_exit:
@@ -47,6 +54,7 @@ out_chardev_exit:
 static void __exit rs_exit(void)
 {
 	rs_ib_exit();
+	rs_cm_exit();
 	rs_sysfs_exit();
 	rs_chardev_exit();
 	pr_info("unloaded\n");

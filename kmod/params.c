@@ -14,6 +14,7 @@
 #include <linux/sizes.h>
 
 #include "rdmashare.h"
+#include "proto.h"
 #include "ring.h"
 
 unsigned int rs_sq_entries_default = 256;
@@ -31,6 +32,42 @@ MODULE_PARM_DESC(data_size, "Data area of a file that asks for the default, byte
 unsigned long rs_data_size_max = SZ_256M;
 module_param_named(max_data_size, rs_data_size_max, ulong, 0444);
 MODULE_PARM_DESC(max_data_size, "Largest data area a file may ask for, bytes (256 MiB, at most 256 MiB)");
+
+unsigned int rs_srq_size = 512;
+module_param_named(srq_size, rs_srq_size, uint, 0444);
+MODULE_PARM_DESC(srq_size, "Receive buffers per RDMA device (512)");
+
+unsigned int rs_chunk_size = SZ_16K;
+module_param_named(chunk_size, rs_chunk_size, uint, 0444);
+MODULE_PARM_DESC(chunk_size, "Largest chunk of a message on the wire, and a receive slot, bytes (16 KiB)");
+
+unsigned int rs_send_depth = 64;
+module_param_named(send_depth, rs_send_depth, uint, 0444);
+MODULE_PARM_DESC(send_depth, "Sends in flight per shared QP (64)");
+
+unsigned int rs_rx_slots_default = 64;
+module_param_named(rx_slots, rs_rx_slots_default, uint, 0444);
+MODULE_PARM_DESC(rx_slots, "Receive slots of a file that asks for the default (64)");
+
+unsigned int rs_rx_slots_max = 4096;
+module_param_named(max_rx_slots, rs_rx_slots_max, uint, 0444);
+MODULE_PARM_DESC(max_rx_slots, "Most receive slots a file may ask for (4096)");
+
+unsigned int rs_credits_per_ac = 4;
+module_param_named(credits_per_ac, rs_credits_per_ac, uint, 0444);
+MODULE_PARM_DESC(credits_per_ac, "Receive slots set aside for each AC (4)");
+
+unsigned int rs_backlog_max = 1024;
+module_param_named(max_backlog, rs_backlog_max, uint, 0444);
+MODULE_PARM_DESC(max_backlog, "Largest listen backlog (1024)");
+
+unsigned int rs_connect_timeout_ms = 10000;
+module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(connect_timeout_ms, "Default CONNECT timeout, ms (10000)");
+
+unsigned int rs_max_acs_per_file = 65536;
+module_param_named(max_acs_per_file, rs_max_acs_per_file, uint, 0444);
+MODULE_PARM_DESC(max_acs_per_file, "Most ACs one file may hold (65536)");
 
 int rs_params_check(void)
 {
@@ -57,6 +94,18 @@ int rs_params_check(void)
 	    !PAGE_ALIGNED(rs_data_size_default)) {
 		pr_err("data_size=%lu: not a multiple of the page size up to max_data_size\n",
 		       rs_data_size_default);
+		return -EINVAL;
+	}
+	if (rs_chunk_size < 64 || rs_chunk_size > RS_PROTO_MAX_CHUNK) {
+		pr_err("chunk_size=%u: not in [64, %lu]\n", rs_chunk_size, RS_PROTO_MAX_CHUNK);
+		return -EINVAL;
+	}
+	if (!rs_srq_size || rs_srq_size > 65536 || !rs_send_depth || rs_send_depth > 4096 ||
+	    !rs_credits_per_ac || rs_credits_per_ac > RS_PROTO_MAX_CREDITS ||
+	    !rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
+	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max ||
+	    !rs_backlog_max || !rs_connect_timeout_ms || !rs_max_acs_per_file) {
+		pr_err("a queue size, credit, slot, backlog or timeout parameter is out of range\n");
 		return -EINVAL;
 	}
 	return 0;

@@ -65,7 +65,7 @@ int rs_proto_payload_len(u8 type, u32 data_len)
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_payload_len);
 
 /* Checks shared by encode and decode; @max_chunk bounds DATA payloads. */
-static int rs_proto_check(const struct rs_msg *m, u32 max_chunk)
+static int rs_proto_check(const struct rs_proto_msg *m, u32 max_chunk)
 {
 	bool first, last;
 	u32 end;
@@ -132,7 +132,7 @@ static int rs_proto_check(const struct rs_msg *m, u32 max_chunk)
  * Return: bytes written (the header, plus the payload of a control
  * message), -ENOSPC when @buf is too small, -EINVAL for an invalid message.
  */
-int rs_proto_encode(const struct rs_msg *m, void *buf, size_t buf_len)
+int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len)
 {
 	struct rs_wire_hdr *h = buf;
 	void *p = (u8 *)buf + RS_HDR_LEN;
@@ -187,7 +187,7 @@ EXPORT_SYMBOL_IF_KUNIT(rs_proto_encode);
  * truncated, inconsistent or unknown message.
  */
 int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
-		    struct rs_msg *m)
+		    struct rs_proto_msg *m)
 {
 	const struct rs_wire_hdr *h = buf;
 	const void *p = (const u8 *)buf + RS_HDR_LEN;

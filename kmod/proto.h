@@ -66,9 +66,9 @@ struct rs_conn_params {
 #define RS_REJECT_LEN		4
 
 /**
- * struct rs_msg - a decoded header (and control payload), in host order
+ * struct rs_proto_msg - a decoded header (and control payload), in host order
  */
-struct rs_msg {
+struct rs_proto_msg {
 	u8 type;
 	u16 flags;
 	u32 dst_conn;
@@ -85,8 +85,8 @@ struct rs_msg {
 };
 
 int rs_proto_payload_len(u8 type, u32 data_len);
-int rs_proto_encode(const struct rs_msg *m, void *buf, size_t buf_len);
+int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len);
 int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
-		    struct rs_msg *m);
+		    struct rs_proto_msg *m);
 
 #endif /* _RDMASHARE_PROTO_H */

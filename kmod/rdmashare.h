@@ -12,10 +12,13 @@
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/xarray.h>
 #include <uapi/linux/rdmashare.h>
 
 struct ib_device;
 struct ib_pd;
+struct ib_srq;
+struct rs_rx_buf;
 
 /**
  * struct rs_device - one RDMA device the module uses
@@ -23,12 +26,23 @@ struct ib_pd;
  * @pd: protection domain for everything rdmashare creates on @ibdev
  * @list: entry in rs_devices, under rs_devices_lock
  * @kobj: /sys/class/misc/rdmashare/devices/<name>
+ * @srq: the shared receive queue of every QP on the device
+ * @rx_bufs: the @srq_size receive buffers posted to @srq
+ * @srq_size: receive buffers
+ * @rx_buf_size: bytes per receive buffer: a header and the largest chunk
+ * @nr_qps: QPs holding verbs resources on the device
  */
 struct rs_device {
 	struct ib_device *ibdev;
 	struct ib_pd *pd;
 	struct list_head list;
 	struct kobject kobj;
+
+	struct ib_srq *srq;
+	struct rs_rx_buf *rx_bufs;
+	u32 srq_size;
+	u32 rx_buf_size;
+	atomic_t nr_qps;
 };
 
 /**
@@ -81,6 +95,17 @@ struct rs_rings {
  * @cq_wait: woken when a completion is posted
  * @user: the user charged for @rings and @data (RLIMIT_MEMLOCK)
  * @acct_pages: pages charged to @user
+ * @ref: the file and each of its ACs hold one
+ * @ac_lock: AC table changes and listener backlogs
+ * @acs: the file's ACs by file-local id
+ * @nr_acs: entries in @acs
+ * @closing: release has started; no new ACs
+ * @rx_lock: the receive slots and every AC's receive state
+ * @rx_slots: receive slots, each @rx_slot_size bytes from @rx_offset in @data
+ * @rx_unreserved: slots neither in use nor set aside for an AC
+ * @slots: state of each slot
+ * @rx_free: free slots, a stack of indices; @nr_rx_free entries
+ * @map_size: bytes of @data: the application's part, then the slots
  */
 struct rs_file {
 	struct mutex setup_lock;	/* serialises SETUP */
@@ -104,6 +129,28 @@ struct rs_file {
 
 	struct user_struct *user;
 	unsigned long acct_pages;
+
+	struct kref ref;
+	struct mutex ac_lock;		/* AC table and backlogs */
+	struct xarray acs;
+	u32 nr_acs;
+	bool closing;
+
+	spinlock_t rx_lock;		/* slots and AC receive state */
+	u32 rx_slots;
+	u32 rx_slot_size;
+	size_t rx_offset;
+	u32 rx_unreserved;
+	struct rs_rx_slot *slots;
+	u32 *rx_free;
+	u32 nr_rx_free;
+	size_t map_size;
+};
+
+/* A receive slot: free, or holding a delivered chunk for an AC. */
+struct rs_rx_slot {
+	u32 fid;		/* owner AC, 0 when free */
+	u32 cq_idx;		/* index of the RECV CQE that announced it */
 };
 
 /* params.c: load-time limits and defaults */
@@ -111,6 +158,15 @@ extern unsigned int rs_sq_entries_default;
 extern unsigned int rs_sq_entries_max;
 extern unsigned long rs_data_size_default;
 extern unsigned long rs_data_size_max;
+extern unsigned int rs_srq_size;
+extern unsigned int rs_chunk_size;
+extern unsigned int rs_send_depth;
+extern unsigned int rs_rx_slots_default;
+extern unsigned int rs_rx_slots_max;
+extern unsigned int rs_credits_per_ac;
+extern unsigned int rs_backlog_max;
+extern unsigned int rs_connect_timeout_ms;
+extern unsigned int rs_max_acs_per_file;
 int rs_params_check(void);
 
 /* rings.c: the per-file rings and data area */
@@ -119,12 +175,27 @@ void rs_rings_free(struct rs_file *rf);
 int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p);
 int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma);
 u32 rs_cq_reserve(struct rs_file *rf, u32 n);
-void rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe);
+void rs_cq_unreserve(struct rs_file *rf, u32 n);
+u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe);
+u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe);
+u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);
 bool rs_sq_has_space(struct rs_file *rf);
 
 /* submit.c: consuming the SQ, waiting for completions */
 int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);
+void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res);
+
+/* ac.c: abstract connections */
+struct rs_file *rs_file_alloc(void);
+void rs_file_release(struct rs_file *rf);
+void rs_file_put(struct rs_file *rf);
+int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l);
+int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c);
+int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a);
+void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe);
+int rs_ac_init(void);
+void rs_ac_exit(void);
 
 /* device.c: ib_client tracking RDMA devices as they come and go */
 extern struct mutex rs_devices_lock;

@@ -59,6 +59,10 @@ static int rs_account_mem(struct rs_file *rf, unsigned long pages)
 
 void rs_rings_free(struct rs_file *rf)
 {
+	kvfree(rf->slots);
+	kvfree(rf->rx_free);
+	rf->slots = NULL;
+	rf->rx_free = NULL;
 	vfree(rf->data);
 	vfree(rf->rings);
 	if (rf->user) {
@@ -97,8 +101,8 @@ static void rs_fill_offsets(struct rdmashare_ring_offsets *o, size_t ctl,
 
 int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 {
-	size_t sqes_off, cqes_off, rings_size, data_size;
-	u32 sq_entries, cq_entries;
+	size_t sqes_off, cqes_off, rings_size, data_size, map_size;
+	u32 sq_entries, cq_entries, rx_slots, i;
 	int ret;
 
 	if (p->flags || p->resv[0] || p->resv[1] || p->resv[2] || p->resv[3])
@@ -107,18 +111,25 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 			   &sq_entries);
 	if (ret)
 		return ret;
-	/* The CQ holds at least one completion per SQ entry. */
-	ret = rs_ring_size(p->cq_entries ?: 2 * sq_entries, 0, 2 * rs_sq_entries_max,
-			   &cq_entries);
+	rx_slots = p->rx_slots ?: rs_rx_slots_default;
+	if (rx_slots > rs_rx_slots_max)
+		return -EINVAL;
+	/*
+	 * The CQ holds a completion per SQ entry plus one per receive slot
+	 * (RECV completions never wait for room, see rs_cq_reserve()).
+	 */
+	ret = rs_ring_size(p->cq_entries ?: 2 * sq_entries + rx_slots, 0,
+			   2 * rs_sq_entries_max + rs_rx_slots_max, &cq_entries);
 	if (ret)
 		return ret;
-	if (cq_entries < sq_entries)
+	if (cq_entries < sq_entries + rx_slots || cq_entries > RS_RING_ENTRIES_MAX)
 		return -EINVAL;
 
 	data_size = p->data_size ?: rs_data_size_default;
 	if (data_size > rs_data_size_max)
 		return -EINVAL;
 	data_size = PAGE_ALIGN(data_size);
+	map_size = data_size + PAGE_ALIGN((size_t)rx_slots * rs_chunk_size);
 
 	sqes_off = ALIGN(sizeof(struct rs_rings), SMP_CACHE_BYTES);
 	cqes_off = sqes_off + array_size(sq_entries, sizeof(struct rdmashare_sqe));
@@ -132,7 +143,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	}
 
 	rf->user = get_uid(current_user());
-	ret = rs_account_mem(rf, (rings_size + data_size) >> PAGE_SHIFT);
+	ret = rs_account_mem(rf, (rings_size + map_size) >> PAGE_SHIFT);
 	if (ret)
 		goto out_free;
 
@@ -140,9 +151,21 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	rf->rings = vmalloc_user(rings_size);
 	if (!rf->rings)
 		goto out_free;
-	rf->data = vmalloc_user(data_size);
+	rf->data = vmalloc_user(map_size);
 	if (!rf->data)
 		goto out_free;
+	rf->slots = kvcalloc(rx_slots, sizeof(*rf->slots), GFP_KERNEL);
+	rf->rx_free = kvcalloc(rx_slots, sizeof(*rf->rx_free), GFP_KERNEL);
+	if (!rf->slots || !rf->rx_free)
+		goto out_free;
+	for (i = 0; i < rx_slots; i++)
+		rf->rx_free[i] = rx_slots - 1 - i;
+	rf->nr_rx_free = rx_slots;
+	rf->rx_slots = rx_slots;
+	rf->rx_unreserved = rx_slots;
+	rf->rx_slot_size = rs_chunk_size;
+	rf->rx_offset = data_size;
+	rf->map_size = map_size;
 
 	rf->rings_size = rings_size;
 	rf->data_size = data_size;
@@ -159,6 +182,10 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	p->cq_entries = cq_entries;
 	p->data_size = data_size;
 	p->rings_size = rings_size;
+	p->rx_slots = rx_slots;
+	p->rx_slot_size = rs_chunk_size;
+	p->rx_offset = data_size;
+	p->map_size = map_size;
 	rs_fill_offsets(&p->sq_off, offsetof(struct rs_rings, sq),
 			offsetof(struct rs_rings, sq_ring_mask),
 			offsetof(struct rs_rings, sq_ring_entries),
@@ -201,7 +228,7 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 
 	if (pgoff >= RS_OFF_DATA_PGOFF) {
 		region = rf->data;
-		region_size = rf->data_size;
+		region_size = rf->map_size;
 		pgoff -= RS_OFF_DATA_PGOFF;
 	} else {
 		region = rf->rings;
@@ -218,45 +245,90 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 /*
  * Reserve up to @n completion slots; returns how many were reserved.  A CQ
  * head that user space moved where it cannot be reads as a full CQ.
+ *
+ * @rx_slots entries stay free for RECV completions, which never reserve: a
+ * slot's CQE is posted only for a chunk in that slot, and a slot is given
+ * back only after its CQE was reaped (rs_ac.c), so there are never more
+ * unreaped RECV completions than slots.
  */
 u32 rs_cq_reserve(struct rs_file *rf, u32 n)
 {
 	unsigned long flags;
 	int free;
+	u32 avail;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
 	/* Pairs with the application's store-release of the head it reaped. */
 	free = rs_ring_free(smp_load_acquire(&rf->rings->cq.head), rf->cq_tail,
 			    rf->cq_entries);
-	if (free < 0 || (u32)free <= rf->cq_reserved)
+	avail = free < 0 ? 0 : free;
+	if (avail <= rf->cq_reserved + rf->rx_slots)
 		n = 0;
 	else
-		n = min_t(u32, n, free - rf->cq_reserved);
+		n = min_t(u32, n, avail - rf->cq_reserved - rf->rx_slots);
 	rf->cq_reserved += n;
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 	return n;
 }
 
-/* Post a completion into a slot reserved by rs_cq_reserve(). */
-void rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe)
+/* Give back reservations that will not be used. */
+void rs_cq_unreserve(struct rs_file *rf, u32 n)
 {
 	unsigned long flags;
-	u32 slot;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
-	if (WARN_ON_ONCE(!rf->cq_reserved)) {
-		spin_unlock_irqrestore(&rf->cq_lock, flags);
-		return;
-	}
-	rf->cq_reserved--;
-	slot = array_index_nospec(rs_ring_slot(rf->cq_tail, rf->cq_entries),
-				  rf->cq_entries);
+	WARN_ON_ONCE(rf->cq_reserved < n);
+	rf->cq_reserved -= min(n, rf->cq_reserved);
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+}
+
+/* Called with cq_lock held; returns the index of the new entry. */
+static u32 rs_cq_write(struct rs_file *rf, const struct rdmashare_cqe *cqe)
+{
+	u32 slot, idx = rf->cq_tail;
+
+	slot = array_index_nospec(rs_ring_slot(idx, rf->cq_entries), rf->cq_entries);
 	memcpy(&rf->cqes[slot], cqe, sizeof(*cqe));
 	rf->cq_tail++;
 	/* The entry is visible before the tail that covers it. */
 	smp_store_release(&rf->rings->cq.tail, rf->cq_tail);
+	return idx;
+}
+
+/* Post a completion into a slot reserved by rs_cq_reserve(). */
+u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe)
+{
+	unsigned long flags;
+	u32 idx;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	WARN_ON_ONCE(!rf->cq_reserved);
+	if (rf->cq_reserved)
+		rf->cq_reserved--;
+	idx = rs_cq_write(rf, cqe);
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 	wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
+	return idx;
+}
+
+/* Post a RECV completion: room is guaranteed by the slot accounting. */
+u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe)
+{
+	unsigned long flags;
+	u32 idx;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	idx = rs_cq_write(rf, cqe);
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+	wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
+	return idx;
+}
+
+/* The head the application published: everything before it was reaped. */
+u32 rs_cq_head(struct rs_file *rf)
+{
+	/* Pairs with the application's store-release. */
+	return smp_load_acquire(&rf->rings->cq.head);
 }
 
 /* Completions waiting to be reaped (a corrupted head reads as "some"). */

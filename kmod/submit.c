@@ -15,8 +15,7 @@
 #include "rdmashare.h"
 #include "ring.h"
 
-static void rs_complete(struct rs_file *rf, const struct rdmashare_sqe *sqe,
-			int res)
+void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res)
 {
 	struct rdmashare_cqe cqe = {
 		.user_data = sqe->user_data,
@@ -40,20 +39,25 @@ static bool rs_sqe_reserved_clear(const struct rdmashare_sqe *sqe)
 static void rs_submit_one(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 {
 	if (!rs_sqe_reserved_clear(sqe)) {
-		rs_complete(rf, sqe, -EINVAL);
+		rs_complete_op(rf, sqe, -EINVAL);
 		return;
 	}
 
 	switch (sqe->opcode) {
 	case RDMASHARE_OP_NOP:
 		if (sqe->ac || sqe->addr || sqe->len) {
-			rs_complete(rf, sqe, -EINVAL);
+			rs_complete_op(rf, sqe, -EINVAL);
 			return;
 		}
-		rs_complete(rf, sqe, 0);
+		rs_complete_op(rf, sqe, 0);
+		return;
+	case RDMASHARE_OP_SEND:
+	case RDMASHARE_OP_RELEASE:
+	case RDMASHARE_OP_CLOSE:
+		rs_ac_submit(rf, sqe);
 		return;
 	default:
-		rs_complete(rf, sqe, -EINVAL);
+		rs_complete_op(rf, sqe, -EINVAL);
 		return;
 	}
 }

@@ -88,16 +88,22 @@ TEST_F(raw, setup_defaults)
 
 	ASSERT_EQ(0, ioctl(self->fd, RDMASHARE_IOC_QUERY, &q));
 	EXPECT_TRUE(q.features & RDMASHARE_FEAT_RINGS);
+	EXPECT_TRUE(q.features & RDMASHARE_FEAT_AC);
 
 	ASSERT_EQ(0, setup_raw(self->fd, &p));
 	EXPECT_EQ(256, p.sq_entries);
-	EXPECT_EQ(512, p.cq_entries);
+	/* Twice the SQ plus one per receive slot, rounded up. */
+	EXPECT_EQ(64, p.rx_slots);
+	EXPECT_EQ(1024, p.cq_entries);
 	EXPECT_EQ(4u << 20, p.data_size);
+	EXPECT_EQ(16384, p.rx_slot_size);
+	EXPECT_EQ(p.data_size, p.rx_offset);
+	EXPECT_EQ(p.data_size + 64 * 16384, p.map_size);
 	EXPECT_EQ(0, p.rings_size % page_size());
 	EXPECT_GE(p.rings_size, 256 * sizeof(struct rdmashare_sqe) +
-				512 * sizeof(struct rdmashare_cqe));
+				1024 * sizeof(struct rdmashare_cqe));
 	EXPECT_LT(p.sq_off.entries, p.cq_off.entries);
-	EXPECT_LE(p.cq_off.entries + 512 * sizeof(struct rdmashare_cqe), p.rings_size);
+	EXPECT_LE(p.cq_off.entries + 1024 * sizeof(struct rdmashare_cqe), p.rings_size);
 	EXPECT_NE(p.sq_off.head, p.sq_off.tail);
 	EXPECT_NE(p.cq_off.head, p.cq_off.tail);
 
@@ -109,11 +115,13 @@ TEST_F(raw, setup_rounding)
 {
 	struct rdmashare_setup p = {
 		.size = sizeof(p), .sq_entries = 3, .cq_entries = 5, .data_size = 1,
+		.rx_slots = 3,
 	};
 
 	ASSERT_EQ(0, setup_raw(self->fd, &p));
 	EXPECT_EQ(4, p.sq_entries);
 	EXPECT_EQ(8, p.cq_entries);
+	EXPECT_EQ(3, p.rx_slots);
 	EXPECT_EQ(page_size(), p.data_size);
 }
 
@@ -132,7 +140,10 @@ TEST(setup_bad_arguments)
 		{ "sq huge", { .size = sizeof(struct rdmashare_setup), .sq_entries = ~0u }, -EINVAL },
 		{ "cq below sq", { .size = sizeof(struct rdmashare_setup), .sq_entries = 64,
 				   .cq_entries = 32 }, -EINVAL },
-		{ "cq over max", { .size = sizeof(struct rdmashare_setup), .cq_entries = 8193 }, -EINVAL },
+		{ "cq below sq + slots", { .size = sizeof(struct rdmashare_setup), .sq_entries = 64,
+					   .rx_slots = 64, .cq_entries = 64 }, -EINVAL },
+		{ "cq over max", { .size = sizeof(struct rdmashare_setup), .cq_entries = 20000 }, -EINVAL },
+		{ "slots over max", { .size = sizeof(struct rdmashare_setup), .rx_slots = 4097 }, -EINVAL },
 		{ "data over max", { .size = sizeof(struct rdmashare_setup),
 				     .data_size = (256ull << 20) + 1 }, -EINVAL },
 		{ "data huge", { .size = sizeof(struct rdmashare_setup), .data_size = ~0ull }, -EINVAL },
@@ -172,16 +183,19 @@ TEST_F(raw, enter_before_setup)
 
 TEST_F(raw, mmap_bad)
 {
-	struct rdmashare_setup p = { .size = sizeof(p), .data_size = 8 * page_size() };
+	struct rdmashare_setup p = {
+		.size = sizeof(p), .data_size = 4 * page_size(), .rx_slots = 1,
+	};
 	long pg = page_size();
 	char *m;
 
 	ASSERT_EQ(0, setup_raw(self->fd, &p));
+	ASSERT_EQ(8 * pg, p.map_size);	/* 4 pages, then a 16 KiB slot */
 
 	/* Good: each whole region, and a part of one at an offset. */
 	EXPECT_EQ(0, map_err(self->fd, p.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			     RDMASHARE_OFF_RINGS));
-	EXPECT_EQ(0, map_err(self->fd, p.data_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	EXPECT_EQ(0, map_err(self->fd, p.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			     RDMASHARE_OFF_DATA));
 	EXPECT_EQ(0, map_err(self->fd, 2 * pg, PROT_READ, MAP_SHARED,
 			     RDMASHARE_OFF_DATA + 6 * pg));
@@ -191,12 +205,12 @@ TEST_F(raw, mmap_bad)
 				   RDMASHARE_OFF_RINGS));
 	EXPECT_EQ(-EINVAL, map_err(self->fd, pg, PROT_READ, MAP_SHARED,
 				   RDMASHARE_OFF_RINGS + p.rings_size));
-	EXPECT_EQ(-EINVAL, map_err(self->fd, p.data_size + pg, PROT_READ, MAP_SHARED,
+	EXPECT_EQ(-EINVAL, map_err(self->fd, p.map_size + pg, PROT_READ, MAP_SHARED,
 				   RDMASHARE_OFF_DATA));
 	EXPECT_EQ(-EINVAL, map_err(self->fd, 2 * pg, PROT_READ, MAP_SHARED,
 				   RDMASHARE_OFF_DATA + 7 * pg));
 	EXPECT_EQ(-EINVAL, map_err(self->fd, pg, PROT_READ, MAP_SHARED,
-				   RDMASHARE_OFF_DATA + p.data_size));
+				   RDMASHARE_OFF_DATA + p.map_size));
 	EXPECT_EQ(-EINVAL, map_err(self->fd, pg, PROT_READ, MAP_SHARED,
 				   RDMASHARE_OFF_DATA - pg));
 	EXPECT_EQ(-EINVAL, map_err(self->fd, pg, PROT_READ, MAP_SHARED, 1ll << 40));
@@ -282,7 +296,8 @@ FIXTURE_SETUP(ring)
 	ASSERT_EQ(0, rdmashare_open(&self->rs, 0));
 	memset(&self->p, 0, sizeof(self->p));
 	self->p.sq_entries = 8;
-	self->p.cq_entries = 8;
+	self->p.rx_slots = 8;
+	self->p.cq_entries = 16;	/* 8 for SQEs, 8 kept for the slots */
 	self->p.data_size = 4096;
 	ASSERT_EQ(0, rdmashare_setup(self->rs, &self->p));
 }
@@ -384,7 +399,9 @@ static __u32 *word(void *rings, __u32 off)
 
 TEST_F(raw, corrupted_indices)
 {
-	struct rdmashare_setup p = { .size = sizeof(p), .sq_entries = 8, .cq_entries = 8 };
+	struct rdmashare_setup p = {
+		.size = sizeof(p), .sq_entries = 8, .rx_slots = 8, .cq_entries = 16,
+	};
 	struct rdmashare_enter e = { .size = sizeof(e), .to_submit = 8 };
 	struct rdmashare_sqe *sqes;
 	void *rings;
@@ -462,7 +479,8 @@ TEST(memlock_accounting)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		struct rdmashare_setup p = { .size = sizeof(p), .data_size = 1 << 20 };
+		struct rdmashare_setup p = { .size = sizeof(p), .data_size = 1 << 20,
+					     .rx_slots = 1 };
 		int fd, fd2, i;
 
 		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
@@ -473,12 +491,12 @@ TEST(memlock_accounting)
 		if (setup_raw(fd, &p) != -ENOMEM)
 			_exit(12);
 		p = (struct rdmashare_setup){ .size = sizeof(p), .sq_entries = 8,
-					      .data_size = 32 << 10 };
+					      .data_size = 32 << 10, .rx_slots = 1 };
 		if (setup_raw(fd, &p))
 			_exit(13);
 		fd2 = open("/dev/rdmashare", O_RDWR);
 		p = (struct rdmashare_setup){ .size = sizeof(p), .sq_entries = 8,
-					      .data_size = 32 << 10 };
+					      .data_size = 32 << 10, .rx_slots = 1 };
 		if (setup_raw(fd2, &p) != -ENOMEM)
 			_exit(14);
 		/* Closing returns the charge, every time. */
@@ -486,7 +504,7 @@ TEST(memlock_accounting)
 			close(fd);
 			fd = open("/dev/rdmashare", O_RDWR);
 			p = (struct rdmashare_setup){ .size = sizeof(p), .sq_entries = 8,
-						      .data_size = 32 << 10 };
+						      .data_size = 32 << 10, .rx_slots = 1 };
 			if (setup_raw(fd, &p))
 				_exit(15);
 		}

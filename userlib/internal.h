@@ -31,6 +31,35 @@ struct rs_cq {
 	struct rdmashare_cqe *cqes;
 };
 
+/* A received chunk waiting in its slot for rdmashare_recv(). */
+struct rs_chunk {
+	struct rs_chunk *next;
+	__u64 addr;
+	__u32 len;
+	__u32 msg_len;
+	int more;
+};
+
+/* What the library knows of one AC. */
+struct rs_acst {
+	struct rs_chunk *head, *tail;	/* received, in order */
+	int closed;			/* a CLOSED completion came */
+	int close_res;
+};
+
+/* A free extent of the application's part of the data area. */
+struct rs_extent {
+	struct rs_extent *next;
+	size_t off;
+	size_t len;
+};
+
+/* A completion the library reaped for an operation it did not start. */
+struct rs_opdone {
+	__u64 user_data;
+	int res;
+};
+
 struct rdmashare {
 	int fd;
 	void *rings;
@@ -39,6 +68,14 @@ struct rdmashare {
 	size_t data_size;
 	struct rs_sq sq;
 	struct rs_cq cq;
+	size_t tx_size;			/* the application's part */
+	__u64 rx_offset;
+	struct rs_acst *acs;		/* by AC id */
+	unsigned int nr_acs;
+	struct rs_extent *free_tx;	/* sorted by offset */
+	unsigned long inflight;		/* library SENDs not yet completed */
+	struct rs_opdone *done;		/* completions of caller's ops */
+	unsigned int nr_done, cap_done;
 };
 
 /* ioctl(2); returns a negative errno on failure. */

@@ -36,10 +36,27 @@ int rdmashare_open(struct rdmashare **out, unsigned int flags)
 
 void rdmashare_close(struct rdmashare *rs)
 {
+	struct rs_extent *e;
+	unsigned int i;
+
 	if (!rs)
 		return;
 	rs_rings_unmap(rs);
 	close(rs->fd);
+	for (i = 0; i < rs->nr_acs; i++) {
+		struct rs_chunk *c = rs->acs[i].head, *n;
+
+		for (; c; c = n) {
+			n = c->next;
+			free(c);
+		}
+	}
+	free(rs->acs);
+	while ((e = rs->free_tx)) {
+		rs->free_tx = e->next;
+		free(e);
+	}
+	free(rs->done);
 	free(rs);
 }
 

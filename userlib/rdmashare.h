@@ -8,6 +8,9 @@
 #ifndef LIBRDMASHARE_H
 #define LIBRDMASHARE_H
 
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <linux/rdmashare.h>
 
 #ifdef __cplusplus
@@ -141,6 +144,92 @@ void rdmashare_cqe_seen(struct rdmashare *rs, struct rdmashare_cqe *cqe);
  * Return: the number of entries in the CQ.
  */
 unsigned int rdmashare_cq_ready(struct rdmashare *rs);
+
+/*
+ * Abstract connections, socket style.  These calls reap completions
+ * themselves and file them by AC; a program that uses them should not reap
+ * the CQ directly.  AC ids are >= 1; calls return a negative errno.
+ */
+
+/**
+ * rdmashare_listen() - listen on a service port
+ * @rs: a set-up handle
+ * @port: 1 to 65535, unique on the host
+ * @backlog: connections that may wait for rdmashare_accept()
+ *
+ * Return: the listening AC, or -EADDRINUSE, -EINVAL, ...
+ */
+int rdmashare_listen(struct rdmashare *rs, unsigned int port, unsigned int backlog);
+
+/**
+ * rdmashare_accept() - the next connection on a listening AC
+ * @rs: a set-up handle
+ * @listen_ac: from rdmashare_listen()
+ * @timeout_ms: 0 waits without limit
+ *
+ * Return: the new AC, or -ETIME, -EINTR, ...
+ */
+int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms);
+
+/**
+ * rdmashare_connect() - open an AC to a peer's service port
+ * @rs: a set-up handle
+ * @addr: sockaddr_in or sockaddr_in6 with the peer's address and port
+ * @timeout_ms: 0 for the module's default
+ *
+ * Return: the new AC, or -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH, ...
+ */
+int rdmashare_connect(struct rdmashare *rs, const struct sockaddr *addr,
+		      unsigned int timeout_ms);
+
+/**
+ * rdmashare_send() - send one message
+ * @rs: a set-up handle
+ * @ac: an open AC
+ * @buf: the message
+ * @len: its length; at most the data area's application part
+ *
+ * The message is copied into the data area and queued; the call returns
+ * before it is delivered.  Messages arrive whole, once, in order.
+ *
+ * Return: 0, or -EMSGSIZE, -ENOMEM, ...  A failed delivery shows as a
+ * CLOSED AC (rdmashare_recv() returns the error).
+ */
+int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len);
+
+/**
+ * rdmashare_recv() - receive one message
+ * @rs: a set-up handle
+ * @ac: an open AC
+ * @buf: where to copy it
+ * @len: room at @buf
+ * @timeout_ms: 0 waits without limit
+ *
+ * Return: the message's length (0 for an empty message); -EPIPE once the
+ * peer closed the AC and every message before the close was received;
+ * -EMSGSIZE (the message was longer than @len and is dropped); -ETIME; or
+ * the AC's error (-ECONNRESET when the peer was lost).
+ */
+ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
+		       unsigned int timeout_ms);
+
+/**
+ * rdmashare_close_ac() - close an AC after its queued messages
+ * @rs: a set-up handle
+ * @ac: the AC; its id may be reused afterwards
+ *
+ * Return: 0, or a negative errno.
+ */
+int rdmashare_close_ac(struct rdmashare *rs, int ac);
+
+/**
+ * rdmashare_flush() - wait until every rdmashare_send() completed
+ * @rs: a set-up handle
+ * @timeout_ms: per wait; 0 without limit
+ *
+ * Return: 0, or a negative errno.
+ */
+int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms);
 
 #ifdef __cplusplus
 }

@@ -50,7 +50,7 @@ int rdmashare_setup(struct rdmashare *rs, struct rdmashare_setup *p)
 		     rs->fd, RDMASHARE_OFF_RINGS);
 	if (rings == MAP_FAILED)
 		return -errno;
-	data = mmap(NULL, p->data_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	data = mmap(NULL, p->map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 		    rs->fd, RDMASHARE_OFF_DATA);
 	if (data == MAP_FAILED) {
 		ret = -errno;
@@ -61,7 +61,9 @@ int rdmashare_setup(struct rdmashare *rs, struct rdmashare_setup *p)
 	rs->rings = rings;
 	rs->rings_size = p->rings_size;
 	rs->data = data;
-	rs->data_size = p->data_size;
+	rs->data_size = p->map_size;
+	rs->tx_size = p->data_size;
+	rs->rx_offset = p->rx_offset;
 
 	rs->sq.khead = rs_at(rings, p->sq_off.head);
 	rs->sq.ktail = rs_at(rings, p->sq_off.tail);

@@ -10,7 +10,7 @@
 
 #define BUF_LEN (RS_HDR_LEN + 64)
 
-static const struct rs_msg good_msgs[] = {
+static const struct rs_proto_msg good_msgs[] = {
 	{ .type = RS_MSG_DATA, .flags = RS_F_FIRST | RS_F_LAST, .dst_conn = 1,
 	  .src_conn = 2, .seq = 7, .msg_len = 40, .offset = 0, .len = 40, .credits = 3 },
 	{ .type = RS_MSG_DATA, .flags = RS_F_FIRST, .dst_conn = 0xffffffff,
@@ -32,7 +32,7 @@ static const struct rs_msg good_msgs[] = {
 	  .credits = RS_PROTO_MAX_CREDITS },
 };
 
-static void msg_desc(const struct rs_msg *m, char *desc)
+static void msg_desc(const struct rs_proto_msg *m, char *desc)
 {
 	snprintf(desc, KUNIT_PARAM_DESC_SIZE, "type %u flags %#x len %u",
 		 m->type, m->flags, m->len);
@@ -43,9 +43,9 @@ KUNIT_ARRAY_PARAM(good_msg, good_msgs, msg_desc);
 /* Encode, decode, compare; the SEND length is the header plus the payload. */
 static void proto_roundtrip_test(struct kunit *test)
 {
-	const struct rs_msg *m = test->param_value;
+	const struct rs_proto_msg *m = test->param_value;
 	u8 buf[BUF_LEN];
-	struct rs_msg out;
+	struct rs_proto_msg out;
 	int n;
 
 	memset(buf, 0xa5, sizeof(buf));
@@ -133,9 +133,9 @@ KUNIT_ARRAY_PARAM(bad, bad_cases, bad_desc);
 static void proto_malformed_test(struct kunit *test)
 {
 	const struct bad_case *c = test->param_value;
-	const struct rs_msg *m = &good_msgs[c->base];
+	const struct rs_proto_msg *m = &good_msgs[c->base];
 	u8 buf[BUF_LEN];
-	struct rs_msg out;
+	struct rs_proto_msg out;
 	u32 send_len = RS_HDR_LEN + m->len;
 
 	KUNIT_ASSERT_GE(test, rs_proto_encode(m, buf, sizeof(buf)), RS_HDR_LEN);
@@ -148,7 +148,7 @@ static void proto_malformed_test(struct kunit *test)
 /* A header cut short, an oversized chunk for this host, and the encoder. */
 static void proto_limits_test(struct kunit *test)
 {
-	struct rs_msg m = good_msgs[1], out;
+	struct rs_proto_msg m = good_msgs[1], out;
 	u8 buf[BUF_LEN];
 	int i;
 
@@ -173,7 +173,7 @@ static void proto_limits_test(struct kunit *test)
 /* The header is big endian on the wire whatever the host. */
 static void proto_byte_order_test(struct kunit *test)
 {
-	struct rs_msg m = good_msgs[0];
+	struct rs_proto_msg m = good_msgs[0];
 	u8 buf[BUF_LEN];
 
 	m.seq = 0x01020304;

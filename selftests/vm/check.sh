@@ -134,7 +134,7 @@ if want vm-pair; then
 	if bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$B/6.12/kmod/rdmashare.ko" \
 		--timeout 300 --peer "$RS_TOP/selftests/pair_smoke.sh peer" \
 		-- "$RS_TOP/selftests/pair_smoke.sh client" >"$LOGS/vm-pair.log" 2>&1; then
-		ok "vm-pair: two guests, rdma_cm between them, rdmashare on both ($(( $(date +%s) - t0 ))s)"
+		ok "vm-pair: two guests, rs-pingpong over IPv4 and IPv6 ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "vm-pair: two-guest smoke test, log: $LOGS/vm-pair.log"
 		grep -vE '^\[ +[0-9]+\.' "$LOGS/vm-pair.log" | tail -n 40 | sed 's/^/    /'

@@ -7,5 +7,5 @@ echo "== $(hostname) ($RS_IP): rdma link =="
 rdma link show
 echo "== $(hostname): rdmashare =="
 "$top/userlib/build/rs-info"
-echo "== $(hostname): RDMA between the guests (rping, $1) =="
+echo "== $(hostname): rs-pingpong between the guests ($1) =="
 exec "$top/selftests/pair_smoke.sh" "$1"

@@ -28,11 +28,15 @@
 enum {
 	RDMASHARE_CMD_QUERY = 0x00,
 	RDMASHARE_CMD_SETUP = 0x01,
-	RDMASHARE_CMD_ENTER = 0x02
+	RDMASHARE_CMD_ENTER = 0x02,
+	RDMASHARE_CMD_LISTEN = 0x03,
+	RDMASHARE_CMD_CONNECT = 0x04,
+	RDMASHARE_CMD_ACCEPT = 0x05
 };
 
 /* RDMASHARE_IOC_QUERY features */
 #define RDMASHARE_FEAT_RINGS	(1ULL << 0)	/* SETUP, ENTER, mmap'd rings */
+#define RDMASHARE_FEAT_AC	(1ULL << 1)	/* LISTEN, CONNECT, ACCEPT, SEND */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -99,9 +103,14 @@ struct rdmashare_ring_offsets {
  *	of two; out: the SQ size
  * @cq_entries: in: CQ size wanted, 0 for twice the SQ; at least the SQ
  *	size; rounded up to a power of two; out: the CQ size
- * @data_size: in: data area bytes wanted, 0 for the default; rounded up to
- *	the page size; out: the data area size
+ * @data_size: in: bytes wanted for the application's part of the data
+ *	area, 0 for the default; rounded up to the page size; out: its size
  * @rings_size: out: length to mmap at RDMASHARE_OFF_RINGS
+ * @rx_slots: in: receive slots wanted, 0 for the default; out: how many
+ * @rx_slot_size: out: bytes per receive slot
+ * @rx_offset: out: offset of the first receive slot in the data area
+ * @map_size: out: length to mmap at RDMASHARE_OFF_DATA: the application's
+ *	part, then the receive slots
  * @sq_off: out: the SQ in the rings mapping
  * @cq_off: out: the CQ in the rings mapping
  * @resv: reserved, must be 0
@@ -118,6 +127,10 @@ struct rdmashare_setup {
 	__aligned_u64 rings_size;
 	struct rdmashare_ring_offsets sq_off;
 	struct rdmashare_ring_offsets cq_off;
+	__u32 rx_slots;
+	__u32 rx_slot_size;
+	__aligned_u64 rx_offset;
+	__aligned_u64 map_size;
 	__aligned_u64 resv[4];
 };
 
@@ -126,6 +139,9 @@ struct rdmashare_setup {
 /* SQE opcodes */
 enum {
 	RDMASHARE_OP_NOP = 0,		/* completes at once with res 0 */
+	RDMASHARE_OP_SEND = 1,		/* send len bytes at addr on ac */
+	RDMASHARE_OP_RELEASE = 2,	/* give back the receive slot at addr */
+	RDMASHARE_OP_CLOSE = 3,		/* close ac after its queued sends */
 	RDMASHARE_OP_LAST		/* first unknown opcode */
 };
 
@@ -155,19 +171,30 @@ struct rdmashare_sqe {
 
 /* CQE types */
 enum {
-	RDMASHARE_CQE_OP = 0		/* completion of an SQE */
+	RDMASHARE_CQE_OP = 0,		/* completion of an SQE */
+	RDMASHARE_CQE_RECV = 1,		/* a received chunk in a slot */
+	RDMASHARE_CQE_CLOSED = 2	/* the AC is closed: res 0 or -errno */
 };
+
+/* CQE flags */
+#define RDMASHARE_CQE_F_MORE	(1U << 0)	/* RECV: more chunks follow */
 
 /**
  * struct rdmashare_cqe - a completion, 32 bytes
  * @user_data: the SQE's user_data
- * @res: result: >= 0 on success, a negative errno on failure
+ * @res: result: >= 0 on success, a negative errno on failure; RECV: bytes
+ *	in the slot
  * @ac: the abstract connection
  * @type: RDMASHARE_CQE_*
  * @opcode: for RDMASHARE_CQE_OP, the SQE's opcode
  * @flags: none defined yet
  * @resv: reserved
- * @addr: offset in the data area, where relevant
+ * @addr: offset in the data area, where relevant; RECV: the slot
+ *
+ * RECV completions carry the message's total length in @user_data and the
+ * slot's bytes in @res; a message longer than a slot arrives in several
+ * RECVs, in order, all but the last flagged RDMASHARE_CQE_F_MORE.  Each
+ * slot stays the application's until an RDMASHARE_OP_RELEASE gives it back.
  */
 struct rdmashare_cqe {
 	__aligned_u64 user_data;
@@ -210,5 +237,84 @@ struct rdmashare_enter {
 };
 
 #define RDMASHARE_IOC_ENTER	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_ENTER)
+
+/**
+ * struct rdmashare_addr - a peer: IPv4 or IPv6 address and service port
+ * @family: AF_INET or AF_INET6
+ * @port: service port, 1 to 65535
+ * @addr: the address in network byte order; 4 bytes for AF_INET
+ */
+struct rdmashare_addr {
+	__u32 family;
+	__u32 port;
+	__u8 addr[16];
+};
+
+/**
+ * struct rdmashare_listen - RDMASHARE_IOC_LISTEN
+ * @size: sizeof(struct rdmashare_listen)
+ * @flags: must be 0
+ * @port: service port to listen on, 1 to 65535, unique on the host
+ * @backlog: connections waiting for ACCEPT, 1 to the module's limit
+ * @ac: out: the listening AC
+ * @resv: must be 0
+ */
+struct rdmashare_listen {
+	__u32 size;
+	__u32 flags;
+	__u32 port;
+	__u32 backlog;
+	__u32 ac;
+	__u32 resv;
+};
+
+#define RDMASHARE_IOC_LISTEN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_LISTEN)
+
+/**
+ * struct rdmashare_connect - RDMASHARE_IOC_CONNECT
+ * @size: sizeof(struct rdmashare_connect)
+ * @flags: must be 0
+ * @peer: where to connect
+ * @timeout_ms: give up after this long, 0 for the module's default
+ * @ac: out: the new AC
+ *
+ * Blocks until the peer accepted or refused.  Errors: ECONNREFUSED (no
+ * listener on the port), ETIMEDOUT, EHOSTUNREACH / ENETUNREACH (no RDMA
+ * path), ENOBUFS (no receive slots or CQ room left in this file), EINTR.
+ */
+struct rdmashare_connect {
+	__u32 size;
+	__u32 flags;
+	struct rdmashare_addr peer;
+	__u32 timeout_ms;
+	__u32 ac;
+};
+
+#define RDMASHARE_IOC_CONNECT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_CONNECT)
+
+/* RDMASHARE_IOC_ACCEPT flags */
+#define RDMASHARE_ACCEPT_NONBLOCK	(1U << 0)	/* -EAGAIN if none waits */
+
+/**
+ * struct rdmashare_accept - RDMASHARE_IOC_ACCEPT
+ * @size: sizeof(struct rdmashare_accept)
+ * @flags: RDMASHARE_ACCEPT_*
+ * @listen_ac: a listening AC of this file
+ * @timeout_ms: give up after this long (-ETIME), 0 for no limit
+ * @ac: out: the new AC
+ * @resv: must be 0
+ * @peer: out: the connecting peer (its port is 0)
+ */
+struct rdmashare_accept {
+	__u32 size;
+	__u32 flags;
+	__u32 listen_ac;
+	__u32 timeout_ms;
+	__u32 ac;
+	__u32 resv;
+	struct rdmashare_addr peer;
+};
+
+#define RDMASHARE_IOC_ACCEPT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_ACCEPT)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */

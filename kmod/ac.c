@@ -1,0 +1,1014 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: abstract connections (ACs).
+ *
+ * An AC is a pair of ends on two hosts, each end owned by a file, both
+ * pinned to the shared QP the handshake ran on.  Its handshake, data and
+ * close are messages on that QP (proto.h); no QP or rdma_cm exchange is
+ * made per AC.
+ *
+ * Ids: each end has a host-wide connection id (rs_conns), used on the wire,
+ * and a file-local id (rs_file.acs), the only one user space sees.  A file
+ * cannot name another file's ACs.
+ *
+ * Flow control: a receiving end sets receive slots of its file aside for
+ * the AC and grants them to the sender as credits, one per chunk.  A chunk
+ * goes only with a credit, so it always finds a slot: the SRQ buffer is
+ * copied out at once and a slow reader stalls its own senders only.  When
+ * the application releases a slot, the credit goes back to the sender.
+ *
+ * Completions: each AC holds one CQ reservation for its CLOSED completion;
+ * each operation holds one from its SQE (submit.c).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/nospec.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+
+#include "transport.h"
+
+/* Connection ids, host-wide; 0 is never used. */
+static DEFINE_XARRAY_ALLOC1(rs_conns);
+static u32 rs_conns_next;
+/* Listening ACs by service port. */
+static DEFINE_XARRAY(rs_ports);
+
+static void rs_ac_abort(struct rs_ac *ac);
+static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error);
+
+/* ---- files ---- */
+
+struct rs_file *rs_file_alloc(void)
+{
+	struct rs_file *rf;
+
+	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	if (!rf)
+		return NULL;
+	rs_rings_init(rf);
+	kref_init(&rf->ref);
+	mutex_init(&rf->ac_lock);
+	xa_init_flags(&rf->acs, XA_FLAGS_ALLOC1);
+	spin_lock_init(&rf->rx_lock);
+	return rf;
+}
+
+static void rs_file_free(struct kref *ref)
+{
+	struct rs_file *rf = container_of(ref, struct rs_file, ref);
+
+	WARN_ON(!xa_empty(&rf->acs));
+	xa_destroy(&rf->acs);
+	rs_rings_free(rf);
+	kfree(rf);
+}
+
+void rs_file_put(struct rs_file *rf)
+{
+	kref_put(&rf->ref, rs_file_free);
+}
+
+/* ---- AC objects ---- */
+
+static void rs_ac_free(struct kref *ref)
+{
+	struct rs_ac *ac = container_of(ref, struct rs_ac, ref);
+
+	if (ac->qp)
+		rs_qp_put(ac->qp);
+	rs_file_put(ac->rf);
+	kfree(ac);
+}
+
+void rs_ac_put(struct rs_ac *ac)
+{
+	kref_put(&ac->ref, rs_ac_free);
+}
+
+static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
+{
+	struct rs_ac *ac;
+
+	ac = kzalloc(sizeof(*ac), GFP_KERNEL);
+	if (!ac)
+		return NULL;
+	kref_init(&ac->ref);
+	kref_get(&rf->ref);
+	ac->rf = rf;
+	ac->state = state;
+	init_waitqueue_head(&ac->wait);
+	INIT_LIST_HEAD(&ac->qp_node);
+	INIT_LIST_HEAD(&ac->backlog);
+	INIT_LIST_HEAD(&ac->backlog_node);
+	INIT_LIST_HEAD(&ac->sendq);
+	INIT_LIST_HEAD(&ac->ctrl_node);
+	rs_sched_entity_init(&ac->se);
+	return ac;
+}
+
+/* A file-local id for @ac; the table holds a reference. */
+static int rs_ac_add_to_file(struct rs_file *rf, struct rs_ac *ac)
+{
+	int ret;
+
+	mutex_lock(&rf->ac_lock);
+	if (rf->closing) {
+		ret = -EBADF;
+	} else if (rf->nr_acs >= rs_max_acs_per_file) {
+		ret = -EMFILE;
+	} else {
+		ret = xa_alloc(&rf->acs, &ac->fid, ac, xa_limit_31b, GFP_KERNEL);
+		if (!ret) {
+			rf->nr_acs++;
+			kref_get(&ac->ref);
+		}
+	}
+	mutex_unlock(&rf->ac_lock);
+	return ret;
+}
+
+static void rs_ac_del_from_file(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	bool found;
+
+	mutex_lock(&rf->ac_lock);
+	found = xa_erase(&rf->acs, ac->fid) == ac;
+	if (found)
+		rf->nr_acs--;
+	mutex_unlock(&rf->ac_lock);
+	if (found)
+		rs_ac_put(ac);
+}
+
+static struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid)
+{
+	struct rs_ac *ac;
+
+	xa_lock(&rf->acs);
+	ac = xa_load(&rf->acs, fid);
+	if (ac)
+		kref_get(&ac->ref);
+	xa_unlock(&rf->acs);
+	return ac;
+}
+
+/* A host-wide connection id; the table holds a reference. */
+static int rs_ac_add_conn(struct rs_ac *ac)
+{
+	int ret;
+
+	ret = xa_alloc_cyclic(&rs_conns, &ac->id, ac, xa_limit_32b, &rs_conns_next,
+			      GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+	kref_get(&ac->ref);
+	return 0;
+}
+
+static void rs_ac_del_conn(struct rs_ac *ac)
+{
+	if (ac->id && xa_cmpxchg(&rs_conns, ac->id, ac, NULL, 0) == ac)
+		rs_ac_put(ac);
+}
+
+/* The AC @id of a message that arrived on @qp, if it belongs there. */
+static struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
+{
+	struct rs_ac *ac;
+
+	xa_lock(&rs_conns);
+	ac = xa_load(&rs_conns, id);
+	if (ac && ac->qp == qp)
+		kref_get(&ac->ref);
+	else
+		ac = NULL;
+	xa_unlock(&rs_conns);
+	return ac;
+}
+
+static void rs_rx_unreserve(struct rs_ac *ac);
+
+/*
+ * Undo a new AC that never opened: out of both tables, its slots and its
+ * CQ reservation back to the file.  Each step is a no-op if it was not done.
+ */
+static void rs_ac_discard(struct rs_ac *ac)
+{
+	rs_ac_del_conn(ac);
+	rs_ac_del_from_file(ac);
+	rs_rx_unreserve(ac);
+	rs_cq_unreserve(ac->rf, 1);
+}
+
+/* ---- receive slots and credits (rf->rx_lock) ---- */
+
+/* Set aside up to rs_credits_per_ac slots for a new AC; 0 if none left. */
+static u32 rs_rx_reserve(struct rs_file *rf)
+{
+	u32 n;
+
+	spin_lock_irq(&rf->rx_lock);
+	n = min(rf->rx_unreserved, rs_credits_per_ac);
+	rf->rx_unreserved -= n;
+	spin_unlock_irq(&rf->rx_lock);
+	return n;
+}
+
+/* The AC is gone: its unused slots go back to the file. */
+static void rs_rx_unreserve(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+
+	spin_lock_irq(&rf->rx_lock);
+	rf->rx_unreserved += ac->rx_reserved;
+	ac->rx_reserved = 0;
+	spin_unlock_irq(&rf->rx_lock);
+}
+
+/* Called with qp->lock held: the sender takes the credits to grant. */
+u32 rs_ac_take_credits(struct rs_ac *ac)
+{
+	u32 n = ac->credits_out;
+
+	ac->credits_out = 0;
+	return n;
+}
+
+/* Called with qp->lock held: queue a control message. */
+static void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
+{
+	ac->ctrl_pending |= bit;
+	if (list_empty(&ac->ctrl_node))
+		list_add_tail(&ac->ctrl_node, &ac->qp->ctrl);
+}
+
+/* ---- completions ---- */
+
+static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int res)
+{
+	struct rdmashare_cqe cqe = {
+		.user_data = user_data,
+		.res = res,
+		.ac = ac->fid,
+		.type = type,
+		.opcode = opcode,
+	};
+
+	rs_cq_post(ac->rf, &cqe);
+}
+
+/* An operation ended: its completion, then its memory. */
+static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
+{
+	rs_ac_cqe(ac, RDMASHARE_CQE_OP, op->opcode, op->user_data,
+		  res ? res : (op->opcode == RDMASHARE_OP_SEND ? (int)op->len : 0));
+	kfree(op);
+}
+
+/*
+ * The AC is finished on this host: out of the scheduler, its queued
+ * operations fail with @error, no more messages reach it.  Called once,
+ * by whoever moved it to RS_AC_CLOSED.
+ */
+static void rs_ac_finish(struct rs_ac *ac, int error)
+{
+	struct rs_send *op, *tmp;
+	LIST_HEAD(ops);
+
+	if (ac->qp) {
+		spin_lock_irq(&ac->qp->lock);
+		rs_sched_dequeue(&ac->qp->sched, &ac->se);
+		list_del_init(&ac->ctrl_node);
+		ac->ctrl_pending = 0;
+		list_splice_init(&ac->sendq, &ops);
+		list_del_init(&ac->qp_node);
+		spin_unlock_irq(&ac->qp->lock);
+	}
+	list_for_each_entry_safe(op, tmp, &ops, node)
+		rs_op_done(ac, op, error);
+	rs_ac_del_conn(ac);
+	rs_rx_unreserve(ac);
+}
+
+/*
+ * Close @ac for @error; true for the one caller that did.  The CLOSED
+ * completion is posted when the application has the AC and did not close it
+ * itself (@by_app); otherwise its CQ reservation is returned.  An AC still in
+ * a listener's backlog keeps the reservation: ACCEPT or the listener's close
+ * decides, under the same lock.
+ */
+static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
+{
+	struct rs_file *rf = ac->rf;
+	enum rs_ac_state old;
+	bool in_backlog;
+
+	mutex_lock(&rf->ac_lock);
+	old = ac->state;
+	if (old == RS_AC_CLOSED) {
+		mutex_unlock(&rf->ac_lock);
+		return false;
+	}
+	ac->error = error;
+	WRITE_ONCE(ac->state, RS_AC_CLOSED);
+	in_backlog = !list_empty(&ac->backlog_node);
+	mutex_unlock(&rf->ac_lock);
+	wake_up_all(&ac->wait);
+
+	rs_ac_finish(ac, error ?: -EPIPE);
+	if (in_backlog)
+		return true;
+	if (old == RS_AC_OPEN && !by_app)
+		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, error);
+	else
+		rs_cq_unreserve(rf, 1);
+	return true;
+}
+
+/* The QP went down under the AC (peer lost, device removed). */
+void rs_ac_qp_down(struct rs_ac *ac, int error)
+{
+	rs_ac_do_close(ac, error ?: -ECONNRESET, false);
+}
+
+/* ---- LISTEN, CONNECT, ACCEPT ---- */
+
+static bool rs_file_ready(struct rs_file *rf)
+{
+	/* Pairs with rs_rings_setup(). */
+	return smp_load_acquire(&rf->ready);
+}
+
+int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
+{
+	struct rs_ac *ac;
+	int ret;
+
+	if (l->flags || l->resv || l->ac)
+		return -EINVAL;
+	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > rs_backlog_max)
+		return -EINVAL;
+	if (!rs_file_ready(rf))
+		return -EINVAL;
+
+	ac = rs_ac_alloc(rf, RS_AC_LISTEN);
+	if (!ac)
+		return -ENOMEM;
+	ac->port = l->port;
+	ac->backlog_max = l->backlog;
+	ret = rs_ac_add_to_file(rf, ac);
+	if (ret)
+		goto out_put;
+	ret = xa_insert(&rs_ports, ac->port, ac, GFP_KERNEL);
+	if (ret) {
+		ret = ret == -EBUSY ? -EADDRINUSE : ret;
+		rs_ac_del_from_file(ac);
+		goto out_put;
+	}
+	kref_get(&ac->ref);		/* the port table's */
+	l->ac = ac->fid;
+out_put:
+	rs_ac_put(ac);
+	return ret;
+}
+
+static int rs_addr_from_user(const struct rdmashare_addr *a,
+			     struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!a->port || a->port > 65535)
+		return -EINVAL;
+	switch (a->family) {
+	case AF_INET:
+		if (memchr_inv(a->addr + 4, 0, sizeof(a->addr) - 4))
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, a->addr, 4);
+		if (ipv4_is_zeronet(sin->sin_addr.s_addr) ||
+		    ipv4_is_multicast(sin->sin_addr.s_addr) ||
+		    ipv4_is_lbcast(sin->sin_addr.s_addr))
+			return -EINVAL;
+		return 0;
+	case AF_INET6:
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		if (ipv6_addr_any(&sin6->sin6_addr) ||
+		    ipv6_addr_is_multicast(&sin6->sin6_addr))
+			return -EINVAL;
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+static void rs_addr_to_user(const struct sockaddr_storage *ss,
+			    struct rdmashare_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->family = ss->ss_family;
+	if (ss->ss_family == AF_INET)
+		memcpy(a->addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	else
+		memcpy(a->addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
+/*
+ * Pin @ac to @qp (taking over the caller's QP reference) and queue its
+ * first control message.  False if the QP is already down.
+ */
+static bool rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
+{
+	spin_lock_irq(&qp->lock);
+	if (qp->state == RS_QP_DOWN) {
+		spin_unlock_irq(&qp->lock);
+		return false;
+	}
+	ac->qp = qp;
+	list_add_tail(&ac->qp_node, &qp->acs);
+	ac->credits_out = ac->rx_reserved;
+	rs_ac_ctrl(ac, ctrl);
+	spin_unlock_irq(&qp->lock);
+	rs_qp_kick(qp);
+	return true;
+}
+
+int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
+{
+	unsigned long deadline;
+	struct sockaddr_storage ss;
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+	struct rs_ac *ac;
+	long timeout, left;
+	int ret;
+
+	if (c->flags || c->ac)
+		return -EINVAL;
+	ret = rs_addr_from_user(&c->peer, &ss);
+	if (ret)
+		return ret;
+	if (!rs_file_ready(rf))
+		return -EINVAL;
+	timeout = msecs_to_jiffies(c->timeout_ms ?: rs_connect_timeout_ms);
+	deadline = jiffies + timeout;
+
+	ac = rs_ac_alloc(rf, RS_AC_CONNECTING);
+	if (!ac)
+		return -ENOMEM;
+	ac->port = c->peer.port;
+	ret = -ENOBUFS;
+	if (!rs_cq_reserve(rf, 1))
+		goto out_put;
+	ac->rx_reserved = rs_rx_reserve(rf);
+	if (!ac->rx_reserved)
+		goto out_discard;
+	ret = rs_ac_add_to_file(rf, ac);
+	if (ret)
+		goto out_discard;
+	ret = rs_ac_add_conn(ac);
+	if (ret)
+		goto out_discard;
+
+	mutex_lock(&rs_peers_lock);
+	peer = rs_peer_get((struct sockaddr *)&ss);
+	mutex_unlock(&rs_peers_lock);
+	ret = -ENOMEM;
+	if (!peer)
+		goto out_discard;
+	qp = rs_qp_get_up(peer, timeout, &ret);
+	rs_peer_put(peer);
+	if (!qp)
+		goto out_discard;
+	if (!rs_ac_pin(ac, qp, RS_CTRL_CONNECT)) {
+		rs_qp_put(qp);
+		ret = -ECONNRESET;
+		goto out_discard;
+	}
+
+	left = wait_event_interruptible_timeout(ac->wait,
+						READ_ONCE(ac->state) != RS_AC_CONNECTING,
+						max_t(long, deadline - jiffies, 1));
+	if (READ_ONCE(ac->state) == RS_AC_OPEN) {
+		c->ac = ac->fid;
+		rs_ac_put(ac);
+		return 0;
+	}
+	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
+	if (!rs_ac_do_close(ac, ret, true))
+		ret = ac->error;
+	rs_ac_del_from_file(ac);
+	rs_ac_put(ac);
+	return ret;
+
+out_discard:
+	rs_ac_discard(ac);
+out_put:
+	rs_ac_put(ac);
+	return ret;
+}
+
+/*
+ * The oldest AC in listener @l's backlog, with the backlog's reference;
+ * *@closed tells whether it closed while waiting, decided under the same
+ * lock as rs_ac_do_close().
+ */
+static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed)
+{
+	struct rs_ac *ac;
+
+	mutex_lock(&l->rf->ac_lock);
+	ac = list_first_entry_or_null(&l->backlog, struct rs_ac, backlog_node);
+	if (ac) {
+		list_del_init(&ac->backlog_node);
+		l->backlog_len--;
+		*closed = ac->state == RS_AC_CLOSED;
+	}
+	mutex_unlock(&l->rf->ac_lock);
+	return ac;
+}
+
+int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
+{
+	struct rs_ac *l, *ac = NULL;
+	bool closed = false;
+	long timeout, left;
+
+	if (a->flags & ~RDMASHARE_ACCEPT_NONBLOCK || a->resv || a->ac)
+		return -EINVAL;
+	if ((a->flags & RDMASHARE_ACCEPT_NONBLOCK) && a->timeout_ms)
+		return -EINVAL;
+	l = rs_ac_lookup_fid(rf, a->listen_ac);
+	if (!l)
+		return -ENOENT;
+	if (l->state != RS_AC_LISTEN) {
+		rs_ac_put(l);
+		return -EINVAL;
+	}
+
+	timeout = a->timeout_ms ? msecs_to_jiffies(a->timeout_ms) : MAX_SCHEDULE_TIMEOUT;
+	for (;;) {
+		ac = rs_backlog_pop(l, &closed);
+		if (ac || (a->flags & RDMASHARE_ACCEPT_NONBLOCK))
+			break;
+		left = wait_event_interruptible_timeout(l->wait,
+							!list_empty(&l->backlog) ||
+							READ_ONCE(l->state) != RS_AC_LISTEN,
+							timeout);
+		if (left <= 0 || READ_ONCE(l->state) != RS_AC_LISTEN) {
+			rs_ac_put(l);
+			return left < 0 ? -EINTR : left ? -EINVAL : -ETIME;
+		}
+		timeout = left;
+	}
+	rs_ac_put(l);
+	if (!ac)
+		return -EAGAIN;
+
+	a->ac = ac->fid;
+	rs_addr_to_user(&ac->qp->peer->addr, &a->peer);
+	/*
+	 * An AC that closed in the backlog is handed out all the same: its
+	 * CLOSED completion tells the application.
+	 */
+	if (closed)
+		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, ac->error);
+	rs_ac_put(ac);			/* the backlog's */
+	return 0;
+}
+
+/* ---- operations from the SQ ---- */
+
+static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
+{
+	struct rs_file *rf = ac->rf;
+	struct rs_send *op;
+	int err = 0;
+
+	if (sqe->len > RS_PROTO_MAX_MSG || sqe->addr > rf->map_size ||
+	    sqe->len > rf->map_size - sqe->addr) {
+		rs_complete_op(rf, sqe, -EINVAL);
+		return;
+	}
+	op = kzalloc(sizeof(*op), GFP_KERNEL);
+	if (!op) {
+		rs_complete_op(rf, sqe, -ENOMEM);
+		return;
+	}
+	op->opcode = sqe->opcode;
+	op->user_data = sqe->user_data;
+	op->addr = sqe->addr;
+	op->len = sqe->len;
+
+	spin_lock_irq(&ac->qp->lock);
+	if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
+		err = ac->error ?: -ENOTCONN;
+	else if (ac->peer_closed || ac->close_queued)
+		err = -EPIPE;
+	if (!err) {
+		if (op->opcode == RDMASHARE_OP_SEND)
+			op->seq = ac->tx_seq++;
+		else
+			ac->close_queued = true;
+		list_add_tail(&op->node, &ac->sendq);
+		if (ac->send_credits || op->opcode == RDMASHARE_OP_CLOSE)
+			rs_sched_enqueue(&ac->qp->sched, &ac->se);
+	}
+	spin_unlock_irq(&ac->qp->lock);
+	if (err) {
+		kfree(op);
+		rs_complete_op(rf, sqe, err);
+		return;
+	}
+	rs_qp_kick(ac->qp);
+}
+
+/* CLOSE of a listener: no new connections; the backlog is closed. */
+static void rs_ac_close_listener(struct rs_ac *l)
+{
+	struct rs_file *rf = l->rf;
+	struct rs_ac *ac;
+
+	if (xa_cmpxchg(&rs_ports, l->port, l, NULL, 0) == l)
+		rs_ac_put(l);
+	mutex_lock(&rf->ac_lock);
+	l->state = RS_AC_CLOSED;
+	mutex_unlock(&rf->ac_lock);
+	wake_up_all(&l->wait);
+	for (;;) {
+		bool closed = false;
+
+		ac = rs_backlog_pop(l, &closed);
+		if (!ac)
+			break;
+		if (closed)
+			rs_cq_unreserve(rf, 1);
+		else
+			rs_ac_abort(ac);
+		rs_ac_del_from_file(ac);
+		rs_ac_put(ac);		/* the backlog's */
+	}
+}
+
+static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
+{
+	struct rs_file *rf = ac->rf;
+
+	switch (READ_ONCE(ac->state)) {
+	case RS_AC_LISTEN:
+		rs_ac_close_listener(ac);
+		rs_ac_del_from_file(ac);
+		rs_complete_op(rf, sqe, 0);
+		return;
+	case RS_AC_OPEN:
+		if (!ac->peer_closed) {
+			/* Completes when the CLOSE message went out. */
+			rs_ac_send(ac, sqe);
+			return;
+		}
+		fallthrough;
+	default:
+		/* Closed by the peer or by an error: only the id is left. */
+		rs_ac_do_close(ac, 0, true);
+		rs_ac_del_from_file(ac);
+		rs_complete_op(rf, sqe, 0);
+		return;
+	}
+}
+
+static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *sqe)
+{
+	struct rs_rx_slot *slot;
+	struct rs_ac *ac;
+	u64 off;
+	u32 idx;
+
+	if (sqe->len || sqe->addr < rf->rx_offset)
+		goto inval;
+	off = sqe->addr - rf->rx_offset;
+	if (off % rf->rx_slot_size)
+		goto inval;
+	off = div_u64(off, rf->rx_slot_size);
+	if (off >= rf->rx_slots)
+		goto inval;
+	idx = array_index_nospec((u32)off, rf->rx_slots);
+
+	spin_lock_irq(&rf->rx_lock);
+	slot = &rf->slots[idx];
+	/* Owned by that AC, and its RECV completion was reaped. */
+	if (!slot->fid || slot->fid != sqe->ac ||
+	    (s32)(rs_cq_head(rf) - slot->cq_idx) <= 0) {
+		spin_unlock_irq(&rf->rx_lock);
+		goto inval;
+	}
+	slot->fid = 0;
+	rf->rx_free[rf->nr_rx_free++] = idx;
+	spin_unlock_irq(&rf->rx_lock);
+
+	/* The slot goes back to its AC, and a credit to the sender. */
+	ac = rs_ac_lookup_fid(rf, sqe->ac);
+	spin_lock_irq(&rf->rx_lock);
+	if (ac && READ_ONCE(ac->state) == RS_AC_OPEN && !ac->peer_closed)
+		ac->rx_reserved++;
+	else
+		rf->rx_unreserved++;
+	spin_unlock_irq(&rf->rx_lock);
+	if (ac && READ_ONCE(ac->state) == RS_AC_OPEN && !ac->peer_closed) {
+		spin_lock_irq(&ac->qp->lock);
+		ac->credits_out++;
+		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
+		spin_unlock_irq(&ac->qp->lock);
+		rs_qp_kick(ac->qp);
+	}
+	if (ac)
+		rs_ac_put(ac);
+	rs_complete_op(rf, sqe, 0);
+	return;
+inval:
+	rs_complete_op(rf, sqe, -EINVAL);
+}
+
+/* SEND, RELEASE and CLOSE from submit.c; each completes exactly once. */
+void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe)
+{
+	struct rs_ac *ac;
+
+	if (sqe->opcode == RDMASHARE_OP_RELEASE) {
+		rs_ac_release_slot(rf, sqe);
+		return;
+	}
+	ac = rs_ac_lookup_fid(rf, sqe->ac);
+	if (!ac) {
+		rs_complete_op(rf, sqe, -ENOENT);
+		return;
+	}
+	if (sqe->opcode == RDMASHARE_OP_CLOSE) {
+		if (sqe->addr || sqe->len)
+			rs_complete_op(rf, sqe, -EINVAL);
+		else
+			rs_ac_close(ac, sqe);
+	} else if (READ_ONCE(ac->state) == RS_AC_LISTEN) {
+		rs_complete_op(rf, sqe, -EINVAL);
+	} else {
+		rs_ac_send(ac, sqe);
+	}
+	rs_ac_put(ac);
+}
+
+/* A SEND or CLOSE went out (status 0) or failed. */
+void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
+{
+	bool close = op->opcode == RDMASHARE_OP_CLOSE;
+
+	rs_op_done(ac, op, status);
+	if (close) {
+		rs_ac_do_close(ac, 0, true);
+		rs_ac_del_from_file(ac);
+	}
+}
+
+/* ---- the receive path ---- */
+
+/*
+ * Owe the peer a REJECT (@error) for its CONNECT, or a CLOSE (@src) for an
+ * AC this host no longer has.
+ */
+static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error)
+{
+	struct rs_reject *rej;
+
+	rej = kzalloc(sizeof(*rej), GFP_KERNEL);
+	if (!rej)
+		return;		/* the peer's CONNECT times out */
+	rej->dst = dst;
+	rej->src = src;
+	rej->error = error;
+	spin_lock_irq(&qp->lock);
+	list_add_tail(&rej->node, &qp->rejects);
+	spin_unlock_irq(&qp->lock);
+	rs_qp_kick(qp);
+}
+
+static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
+{
+	struct rs_file *rf;
+	struct rs_ac *l, *ac;
+	u32 error = ECONNREFUSED;
+
+	xa_lock(&rs_ports);
+	l = xa_load(&rs_ports, m->conn.port);
+	if (l)
+		kref_get(&l->ref);
+	xa_unlock(&rs_ports);
+	if (!l)
+		goto reject;
+	rf = l->rf;
+
+	error = ENOBUFS;
+	ac = rs_ac_alloc(rf, RS_AC_OPEN);
+	if (!ac)
+		goto out_put_l;
+	ac->port = l->port;
+	ac->remote_id = m->src_conn;
+	ac->send_credits = m->conn.credits;
+	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
+	if (!rs_cq_reserve(rf, 1))
+		goto out_put_ac;
+	ac->rx_reserved = rs_rx_reserve(rf);
+	if (!ac->rx_reserved)
+		goto out_discard;
+
+	mutex_lock(&rf->ac_lock);
+	if (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max) {
+		mutex_unlock(&rf->ac_lock);
+		error = ECONNREFUSED;
+		goto out_discard;
+	}
+	mutex_unlock(&rf->ac_lock);
+	if (rs_ac_add_to_file(rf, ac) || rs_ac_add_conn(ac))
+		goto out_discard;
+	kref_get(&qp->ref);
+	if (!rs_ac_pin(ac, qp, RS_CTRL_ACCEPT)) {
+		rs_qp_put(qp);
+		goto out_discard;
+	}
+	mutex_lock(&rf->ac_lock);
+	kref_get(&ac->ref);		/* the backlog's */
+	list_add_tail(&ac->backlog_node, &l->backlog);
+	l->backlog_len++;
+	mutex_unlock(&rf->ac_lock);
+	wake_up_all(&l->wait);
+	rs_ac_put(ac);
+	rs_ac_put(l);
+	return;
+
+out_discard:
+	rs_ac_discard(ac);
+out_put_ac:
+	rs_ac_put(ac);
+out_put_l:
+	rs_ac_put(l);
+reject:
+	rs_qp_stray(qp, m->src_conn, 0, error);
+}
+
+/* A DATA chunk into a receive slot of the AC's file. */
+static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload)
+{
+	struct rs_file *rf = ac->rf;
+	struct rdmashare_cqe cqe = {};
+	struct rs_rx_slot *slot;
+	u32 idx;
+
+	spin_lock_irq(&rf->rx_lock);
+	if (m->offset) {
+		if (m->seq != ac->rx_seq || m->offset != ac->rx_off ||
+		    m->msg_len != ac->rx_msg_len)
+			goto proto;
+	} else {
+		if (m->seq != ac->rx_seq || ac->rx_off)
+			goto proto;
+		ac->rx_msg_len = m->msg_len;
+	}
+	if (!ac->rx_reserved || WARN_ON_ONCE(!rf->nr_rx_free))
+		goto proto;		/* sent without a credit */
+	ac->rx_reserved--;
+	idx = rf->rx_free[--rf->nr_rx_free];
+	slot = &rf->slots[idx];
+	slot->fid = ac->fid;
+	memcpy(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size, payload, m->len);
+
+	ac->rx_off += m->len;
+	if (m->flags & RS_F_LAST) {
+		ac->rx_seq++;
+		ac->rx_off = 0;
+	}
+	cqe.user_data = m->msg_len;
+	cqe.res = m->len;
+	cqe.ac = ac->fid;
+	cqe.type = RDMASHARE_CQE_RECV;
+	cqe.flags = (m->flags & RS_F_LAST) ? 0 : RDMASHARE_CQE_F_MORE;
+	cqe.addr = rf->rx_offset + (u64)idx * rf->rx_slot_size;
+	/* Under rx_lock: the slot cannot be released before its index is set. */
+	slot->cq_idx = rs_cq_post_rx(rf, &cqe);
+	spin_unlock_irq(&rf->rx_lock);
+	return 0;
+proto:
+	spin_unlock_irq(&rf->rx_lock);
+	return -EPROTO;
+}
+
+void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
+{
+	struct rs_ac *ac;
+	bool kick = false;
+
+	if (m->type == RS_MSG_CONNECT) {
+		rs_recv_connect(qp, m);
+		return;
+	}
+	ac = rs_ac_lookup_conn(qp, m->dst_conn);
+	if (!ac) {
+		/* An ACCEPT for a CONNECT given up on: close the peer's end. */
+		if (m->type == RS_MSG_ACCEPT)
+			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0);
+		return;
+	}
+
+	switch (m->type) {
+	case RS_MSG_ACCEPT:
+		spin_lock_irq(&qp->lock);
+		if (ac->state == RS_AC_CONNECTING) {
+			ac->remote_id = m->src_conn;
+			ac->send_credits = m->conn.credits;
+			ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
+		}
+		spin_unlock_irq(&qp->lock);
+		mutex_lock(&ac->rf->ac_lock);
+		if (ac->state == RS_AC_CONNECTING)
+			WRITE_ONCE(ac->state, RS_AC_OPEN);
+		mutex_unlock(&ac->rf->ac_lock);
+		wake_up_all(&ac->wait);
+		break;
+	case RS_MSG_REJECT:
+		if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
+			rs_ac_do_close(ac, -(int)m->error, false);
+		break;
+	case RS_MSG_DATA:
+		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
+			break;
+		if (rs_recv_data(ac, m, payload)) {
+			pr_warn_ratelimited("AC %u: protocol error from the peer\n", ac->id);
+			rs_qp_down(qp, -EPROTO);
+		}
+		break;
+	case RS_MSG_CLOSE:
+		if (ac->remote_id != m->src_conn)
+			break;
+		spin_lock_irq(&qp->lock);
+		ac->peer_closed = true;
+		spin_unlock_irq(&qp->lock);
+		rs_ac_do_close(ac, 0, false);
+		break;
+	}
+
+	if (m->credits && m->type != RS_MSG_CLOSE && ac->remote_id == m->src_conn) {
+		spin_lock_irq(&qp->lock);
+		ac->send_credits += m->credits;
+		if (!list_empty(&ac->sendq) && ac->state == RS_AC_OPEN) {
+			rs_sched_enqueue(&qp->sched, &ac->se);
+			kick = true;
+		}
+		spin_unlock_irq(&qp->lock);
+	}
+	if (kick || m->type == RS_MSG_ACCEPT)
+		rs_qp_kick(qp);
+	rs_ac_put(ac);
+}
+
+/* ---- file release ---- */
+
+/* Close @ac because its file is going away: tell the peer, drop it. */
+static void rs_ac_abort(struct rs_ac *ac)
+{
+	bool tell;
+
+	if (!rs_ac_do_close(ac, -ECONNABORTED, true) || !ac->qp)
+		return;
+	spin_lock_irq(&ac->qp->lock);
+	tell = ac->remote_id && !ac->peer_closed && !ac->close_sent &&
+	       ac->qp->state != RS_QP_DOWN;
+	spin_unlock_irq(&ac->qp->lock);
+	if (tell)
+		rs_qp_stray(ac->qp, ac->remote_id, ac->id, 0);
+}
+
+/* The last close of the file: every AC closes, the memory goes when the
+ * last AC reference does.
+ */
+void rs_file_release(struct rs_file *rf)
+{
+	struct rs_ac *ac;
+	unsigned long id;
+
+	mutex_lock(&rf->ac_lock);
+	rf->closing = true;
+	mutex_unlock(&rf->ac_lock);
+
+	xa_for_each(&rf->acs, id, ac) {
+		kref_get(&ac->ref);
+		if (READ_ONCE(ac->state) == RS_AC_LISTEN)
+			rs_ac_close_listener(ac);
+		else
+			rs_ac_abort(ac);
+		rs_ac_del_from_file(ac);
+		rs_ac_put(ac);
+	}
+	rs_file_put(rf);
+}

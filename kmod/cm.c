@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: shared RC QPs and their connection management (rdma_cm).
+ *
+ * The module listens on one rdma_cm port (module parameter "cm_port") on
+ * every address.  The first AC towards a peer creates an active QP
+ * (resolve address, resolve route, connect); later ACs reuse the peer's QPs.
+ * A CONNECT_REQUEST from a peer creates a passive QP.  All QPs of a device
+ * share its SRQ and receive CQ; each has its own send CQ from the CQ pool.
+ *
+ * Teardown order (rs_qp_down_work): mark the QP down, disconnect, fail
+ * every pinned AC, unlist it from the peer and the device, drain the send
+ * queue (every posted TX completes and drops its references), stop the
+ * sender, destroy the QP and the cm_id, return the send CQ and free the TX
+ * buffers.  What is left is memory that ACs may still point to, freed with
+ * the last reference.  rdma_cm handlers never destroy their own cm_id once
+ * a QP owns it: the down work does, in process context.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/in6.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+
+#include <rdma/ib_cm.h>
+
+#include "transport.h"
+
+unsigned int rs_cm_port = 18861;
+module_param_named(cm_port, rs_cm_port, uint, 0444);
+MODULE_PARM_DESC(cm_port, "rdma_cm port rdmashare listens on and connects to (18861)");
+
+#define RS_CM_TIMEOUT_MS	5000
+/* Private data of CONNECT_REQUEST: the protocol version. */
+struct rs_cm_priv {
+	u8 version;
+	u8 resv[3];
+} __packed;
+
+static struct rdma_cm_id *rs_listen_id;
+struct workqueue_struct *rs_wq;
+
+/* The last reference: verbs resources are gone already (or never were). */
+static void rs_qp_release(struct kref *ref)
+{
+	struct rs_qp *qp = container_of(ref, struct rs_qp, ref);
+	struct rs_peer *peer = qp->peer;
+
+	WARN_ON(qp->qp || qp->send_cq);
+	kfree(qp);
+	rs_peer_put(peer);
+}
+
+void rs_qp_put(struct rs_qp *qp)
+{
+	kref_put(&qp->ref, rs_qp_release);
+}
+
+static void rs_qp_down_work(struct work_struct *work);
+
+static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
+{
+	struct rs_qp *qp;
+
+	qp = kzalloc(sizeof(*qp), GFP_KERNEL);
+	if (!qp)
+		return NULL;
+	kref_init(&qp->ref);
+	qp->peer = peer;
+	qp->active = active;
+	qp->state = RS_QP_CONNECTING;
+	init_waitqueue_head(&qp->wait);
+	spin_lock_init(&qp->lock);
+	rs_sched_init(&qp->sched);
+	INIT_LIST_HEAD(&qp->ctrl);
+	INIT_LIST_HEAD(&qp->rejects);
+	INIT_LIST_HEAD(&qp->acs);
+	INIT_LIST_HEAD(&qp->peer_node);
+	INIT_WORK(&qp->send_work, rs_sender_work);
+	INIT_WORK(&qp->down_work, rs_qp_down_work);
+	return qp;
+}
+
+static void rs_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct rs_qp *qp = ctx;
+
+	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
+	    ev->event == IB_EVENT_QP_REQ_ERR) {
+		pr_warn_ratelimited("QP %u: %s\n", qp->qp ? qp->qp->qp_num : 0,
+				    ib_event_msg(ev->event));
+		rs_qp_down(qp, -EIO);
+	}
+}
+
+/* Verbs resources of a QP whose cm_id knows its device. */
+static int rs_qp_create_ib(struct rs_qp *qp)
+{
+	struct ib_device *ibdev = qp->cm_id->device;
+	struct ib_qp_init_attr attr = {};
+	int ret;
+
+	qp->rdev = rs_device_get_by_ibdev(ibdev);
+	if (!qp->rdev || !qp->rdev->srq)
+		return -ENODEV;
+
+	qp->send_depth = min_t(u32, rs_send_depth, ibdev->attrs.max_qp_wr - 1);
+	/*
+	 * One CQ for sends and receives: draining the SQ then also flushes
+	 * every receive completion that points at the QP.  Room for every
+	 * send (+1 for the drain WR) and every SRQ buffer.
+	 */
+	qp->cq_size = qp->send_depth + 1 + qp->rdev->srq_size;
+	qp->send_cq = ib_cq_pool_get(ibdev, qp->cq_size, -1, IB_POLL_WORKQUEUE);
+	if (IS_ERR(qp->send_cq)) {
+		ret = PTR_ERR(qp->send_cq);
+		qp->send_cq = NULL;
+		return ret;
+	}
+
+	ret = rs_qp_tx_init(qp);
+	if (ret)
+		goto out_put_cq;
+
+	attr.event_handler = rs_qp_event;
+	attr.qp_context = qp;
+	attr.send_cq = qp->send_cq;
+	attr.recv_cq = qp->send_cq;
+	attr.srq = qp->rdev->srq;
+	attr.cap.max_send_wr = qp->send_depth + 1;
+	attr.cap.max_send_sge = 1;
+	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
+	attr.qp_type = IB_QPT_RC;
+	ret = rdma_create_qp(qp->cm_id, qp->rdev->pd, &attr);
+	if (ret)
+		goto out_tx_free;
+	qp->qp = qp->cm_id->qp;
+	atomic_inc(&qp->rdev->nr_qps);
+	return 0;
+
+out_tx_free:
+	rs_qp_tx_free(qp);
+out_put_cq:
+	ib_cq_pool_put(qp->send_cq, qp->cq_size);
+	qp->send_cq = NULL;
+	return ret;
+}
+
+/*
+ * Take the QP out of service: nothing new is queued on it, its ACs fail,
+ * the teardown runs in rs_qp_down_work.  Idempotent, any context.
+ */
+void rs_qp_down(struct rs_qp *qp, int error)
+{
+	unsigned long flags;
+	bool first;
+
+	spin_lock_irqsave(&qp->lock, flags);
+	first = qp->state != RS_QP_DOWN;
+	if (first) {
+		qp->state = RS_QP_DOWN;
+		qp->error = error;
+	}
+	spin_unlock_irqrestore(&qp->lock, flags);
+	if (!first)
+		return;
+	wake_up_all(&qp->wait);
+	kref_get(&qp->ref);
+	queue_work(rs_wq, &qp->down_work);
+}
+
+static void rs_qp_down_work(struct work_struct *work)
+{
+	struct rs_qp *qp = container_of(work, struct rs_qp, down_work);
+	struct rs_ac *ac;
+	bool listed;
+
+	/*
+	 * The state is DOWN: once a handler running now has finished, no
+	 * handler creates verbs resources any more.
+	 */
+	if (qp->cm_id) {
+		rdma_lock_handler(qp->cm_id);
+		rdma_unlock_handler(qp->cm_id);
+	}
+	if (qp->qp)
+		rdma_disconnect(qp->cm_id);
+
+	/* Fail every pinned AC; each drops its reference to the QP. */
+	spin_lock_irq(&qp->lock);
+	while ((ac = list_first_entry_or_null(&qp->acs, struct rs_ac, qp_node))) {
+		list_del_init(&ac->qp_node);
+		kref_get(&ac->ref);
+		spin_unlock_irq(&qp->lock);
+		rs_ac_qp_down(ac, qp->error);
+		rs_ac_put(ac);
+		spin_lock_irq(&qp->lock);
+	}
+	spin_unlock_irq(&qp->lock);
+
+	mutex_lock(&rs_peers_lock);
+	listed = !list_empty(&qp->peer_node);
+	list_del_init(&qp->peer_node);
+	mutex_unlock(&rs_peers_lock);
+
+	/*
+	 * Every posted send completes (flushed) and drops its references; every
+	 * receive completion queued before it has been handled.
+	 */
+	if (qp->qp)
+		ib_drain_sq(qp->qp);
+	cancel_work_sync(&qp->send_work);
+
+	if (qp->qp) {
+		rdma_destroy_qp(qp->cm_id);
+		atomic_dec(&qp->rdev->nr_qps);
+	}
+	qp->qp = NULL;
+	if (qp->cm_id)
+		rdma_destroy_id(qp->cm_id);
+	qp->cm_id = NULL;
+	if (qp->send_cq) {
+		rs_qp_tx_free(qp);
+		ib_cq_pool_put(qp->send_cq, qp->cq_size);
+	}
+	qp->send_cq = NULL;
+
+	if (listed)
+		rs_qp_put(qp);		/* the peer list's reference */
+	rs_qp_put(qp);			/* rs_qp_down()'s */
+}
+
+static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct rs_cm_priv *priv = ev->param.conn.private_data;
+	struct rdma_conn_param param = {};
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+	int ret;
+
+	if (ev->param.conn.private_data_len < sizeof(*priv) ||
+	    priv->version != RS_PROTO_VERSION) {
+		pr_warn_ratelimited("rejected a peer speaking another protocol\n");
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		return 1;
+	}
+
+	mutex_lock(&rs_peers_lock);
+	peer = rs_peer_get((struct sockaddr *)&id->route.addr.dst_addr);
+	if (!peer) {
+		mutex_unlock(&rs_peers_lock);
+		goto reject;
+	}
+	qp = rs_qp_alloc(peer, false);
+	if (!qp) {
+		mutex_unlock(&rs_peers_lock);
+		rs_peer_put(peer);
+		goto reject;
+	}
+	qp->cm_id = id;
+	id->context = qp;
+	ret = rs_qp_create_ib(qp);
+	if (ret)
+		goto out_unlock;
+	kref_get(&qp->ref);		/* the peer list's */
+	list_add_tail(&qp->peer_node, &peer->qps);
+	mutex_unlock(&rs_peers_lock);
+
+	param.rnr_retry_count = 7;
+	param.retry_count = 7;
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		rs_qp_down(qp, ret);
+		/* The down work destroys the id. */
+	}
+	rs_qp_put(qp);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&rs_peers_lock);
+	/* The handler's return value destroys the id, not the free work. */
+	qp->cm_id = NULL;
+	rs_qp_put(qp);
+reject:
+	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	return 1;
+}
+
+static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct rs_qp *qp = id->context;
+	struct rdma_conn_param param = {};
+	struct rs_cm_priv priv = { .version = RS_PROTO_VERSION };
+	int ret;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return rs_cm_connect_req(id, ev);
+	if (!qp)		/* the listener */
+		return 0;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, RS_CM_TIMEOUT_MS);
+		if (ret)
+			rs_qp_down(qp, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (READ_ONCE(qp->state) == RS_QP_DOWN)
+			break;
+		ret = rs_qp_create_ib(qp);
+		if (!ret) {
+			param.private_data = &priv;
+			param.private_data_len = sizeof(priv);
+			param.rnr_retry_count = 7;
+			param.retry_count = 7;
+			ret = rdma_connect_locked(id, &param);
+		}
+		if (ret)
+			rs_qp_down(qp, ret);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		spin_lock_irq(&qp->lock);
+		if (qp->state == RS_QP_CONNECTING)
+			qp->state = RS_QP_UP;
+		spin_unlock_irq(&qp->lock);
+		wake_up_all(&qp->wait);
+		rs_qp_kick(qp);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		rs_qp_down(qp, -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+		rs_qp_down(qp, -ETIMEDOUT);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		rs_qp_down(qp, -ECONNREFUSED);
+		break;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+	case RDMA_CM_EVENT_ADDR_CHANGE:
+		rs_qp_down(qp, -ECONNRESET);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * A QP to @peer that is up, connecting one if needed, waiting at most
+ * @timeout jiffies.  Returns it with a reference, or NULL and *@err.
+ */
+struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
+{
+	struct sockaddr_storage dst;
+	struct rs_qp *qp, *found = NULL;
+	long left;
+	int ret;
+
+	mutex_lock(&rs_peers_lock);
+	list_for_each_entry(qp, &peer->qps, peer_node) {
+		if (qp->state == RS_QP_UP ||
+		    (qp->state == RS_QP_CONNECTING && qp->active)) {
+			found = qp;
+			if (qp->state == RS_QP_UP)
+				break;
+		}
+	}
+	if (found) {
+		kref_get(&found->ref);
+		mutex_unlock(&rs_peers_lock);
+		qp = found;
+		goto wait;
+	}
+
+	ret = -ENOMEM;
+	qp = rs_qp_alloc(peer, true);
+	if (!qp)
+		goto out_unlock;
+	kref_get(&peer->ref);
+	qp->cm_id = rdma_create_id(&init_net, rs_cm_handler, qp, RDMA_PS_TCP, IB_QPT_RC);
+	if (IS_ERR(qp->cm_id)) {
+		ret = PTR_ERR(qp->cm_id);
+		qp->cm_id = NULL;
+		rs_qp_put(qp);
+		goto out_unlock;
+	}
+	kref_get(&qp->ref);		/* the peer list's; the first is ours */
+	list_add_tail(&qp->peer_node, &peer->qps);
+	mutex_unlock(&rs_peers_lock);
+
+	memcpy(&dst, &peer->addr, sizeof(dst));
+	if (dst.ss_family == AF_INET)
+		((struct sockaddr_in *)&dst)->sin_port = htons(rs_cm_port);
+	else
+		((struct sockaddr_in6 *)&dst)->sin6_port = htons(rs_cm_port);
+	ret = rdma_resolve_addr(qp->cm_id, NULL, (struct sockaddr *)&dst, RS_CM_TIMEOUT_MS);
+	if (ret)
+		rs_qp_down(qp, ret);
+
+wait:
+	left = wait_event_interruptible_timeout(qp->wait, qp->state != RS_QP_CONNECTING,
+						timeout);
+	if (left > 0 && qp->state == RS_QP_UP)
+		return qp;
+	if (left < 0)
+		*err = -EINTR;
+	else if (!left)
+		*err = -ETIMEDOUT;
+	else
+		*err = qp->error ?: -ECONNRESET;
+	rs_qp_put(qp);
+	return NULL;
+
+out_unlock:
+	mutex_unlock(&rs_peers_lock);
+	*err = ret;
+	return NULL;
+}
+
+/*
+ * ib_client.remove: take down every QP on @rdev and wait until none of them
+ * holds a verbs resource.  QPs still connecting have no QP number yet: they
+ * are found through the peers.
+ */
+void rs_qps_down_device(struct rs_device *rdev)
+{
+	rs_peers_down(rdev);
+	/* Down works of QPs taken down by now have finished after this. */
+	flush_workqueue(rs_wq);
+	WARN_ON(atomic_read(&rdev->nr_qps));
+}
+
+int rs_cm_init(void)
+{
+	struct sockaddr_in6 any = {
+		.sin6_family = AF_INET6,
+		.sin6_addr = IN6ADDR_ANY_INIT,
+	};
+	int ret;
+
+	if (!rs_cm_port || rs_cm_port > 65535) {
+		pr_err("cm_port=%u: not a port\n", rs_cm_port);
+		return -EINVAL;
+	}
+	any.sin6_port = htons(rs_cm_port);
+
+	rs_wq = alloc_workqueue("rdmashare", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!rs_wq)
+		return -ENOMEM;
+
+	rs_listen_id = rdma_create_id(&init_net, rs_cm_handler, NULL, RDMA_PS_TCP,
+				      IB_QPT_RC);
+	if (IS_ERR(rs_listen_id)) {
+		ret = PTR_ERR(rs_listen_id);
+		goto out_destroy_wq;
+	}
+	ret = rdma_set_afonly(rs_listen_id, 0);
+	if (ret)
+		goto out_destroy_id;
+	ret = rdma_bind_addr(rs_listen_id, (struct sockaddr *)&any);
+	if (ret) {
+		pr_err("cannot bind rdma_cm port %u: %d\n", rs_cm_port, ret);
+		goto out_destroy_id;
+	}
+	ret = rdma_listen(rs_listen_id, 128);
+	if (ret)
+		goto out_destroy_id;
+	return 0;
+
+out_destroy_id:
+	rdma_destroy_id(rs_listen_id);
+out_destroy_wq:
+	destroy_workqueue(rs_wq);
+	return ret;
+}
+
+/* Module exit: every file is closed; take down the idle QPs left. */
+void rs_cm_exit(void)
+{
+	rdma_destroy_id(rs_listen_id);
+	rs_peers_down(NULL);
+	flush_workqueue(rs_wq);
+	destroy_workqueue(rs_wq);
+}

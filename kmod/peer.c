@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: remote peers.  A peer is a remote address; it owns the shared
+ * QPs towards that address (cm.c).  Peers live while a QP does.
+ */
+#include <linux/inet.h>
+#include <linux/slab.h>
+#include <rdma/ib_addr.h>
+
+#include "transport.h"
+
+/* Protects rs_peers and every peer's list of QPs. */
+DEFINE_MUTEX(rs_peers_lock);
+static LIST_HEAD(rs_peers);
+
+static bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+{
+	if (a->sa_family != b->sa_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return ipv6_addr_equal(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr);
+}
+
+/* Called with rs_peers_lock held: find or create the peer at @addr. */
+struct rs_peer *rs_peer_get(const struct sockaddr *addr)
+{
+	struct rs_peer *peer;
+
+	lockdep_assert_held(&rs_peers_lock);
+	list_for_each_entry(peer, &rs_peers, node) {
+		if (rs_addr_equal((struct sockaddr *)&peer->addr, addr)) {
+			kref_get(&peer->ref);
+			return peer;
+		}
+	}
+	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
+	if (!peer)
+		return NULL;
+	kref_init(&peer->ref);
+	INIT_LIST_HEAD(&peer->qps);
+	memcpy(&peer->addr, addr, rdma_addr_size(addr));
+	list_add(&peer->node, &rs_peers);
+	return peer;
+}
+
+static void rs_peer_release(struct kref *ref)
+{
+	struct rs_peer *peer = container_of(ref, struct rs_peer, ref);
+
+	list_del(&peer->node);
+	mutex_unlock(&rs_peers_lock);
+	WARN_ON(!list_empty(&peer->qps));
+	kfree(peer);
+}
+
+void rs_peer_put(struct rs_peer *peer)
+{
+	kref_put_mutex(&peer->ref, rs_peer_release, &rs_peers_lock);
+}
+
+/* Take down every QP (on @rdev, or everywhere when NULL). */
+void rs_peers_down(struct rs_device *rdev)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+
+	mutex_lock(&rs_peers_lock);
+	list_for_each_entry(peer, &rs_peers, node)
+		list_for_each_entry(qp, &peer->qps, peer_node)
+			if (!rdev || !qp->rdev || qp->rdev == rdev)
+				rs_qp_down(qp, -ENODEV);
+	mutex_unlock(&rs_peers_lock);
+}

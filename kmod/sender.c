@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: the sender of a shared QP.
+ *
+ * One work item per QP posts every send on it, so applications never
+ * contend for the QP: they queue operations on their ACs (ac.c) and kick
+ * the sender.  Each round takes, under the QP's lock, one unit of work in
+ * this order: a REJECT owed to a peer, a control message of an AC, then
+ * the next chunk of the AC the scheduler picks.  The payload is copied into
+ * a registered TX buffer outside the lock, then posted.  A chunk needs one
+ * credit (a receive slot at the peer); an AC without credits leaves the
+ * scheduler until the peer grants more.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/slab.h>
+
+#include "transport.h"
+
+static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc);
+
+int rs_qp_tx_init(struct rs_qp *qp)
+{
+	struct ib_device *ibdev = qp->rdev->ibdev;
+	size_t len = RS_HDR_LEN + rs_chunk_size;
+	u32 i;
+
+	qp->tx = kvcalloc(qp->send_depth, sizeof(*qp->tx), GFP_KERNEL);
+	qp->tx_free = kvcalloc(qp->send_depth, sizeof(*qp->tx_free), GFP_KERNEL);
+	if (!qp->tx || !qp->tx_free)
+		goto out_free;
+	for (i = 0; i < qp->send_depth; i++) {
+		struct rs_tx *tx = &qp->tx[i];
+
+		tx->qp = qp;
+		tx->cqe.done = rs_tx_done;
+		tx->buf = kmalloc(len, GFP_KERNEL);
+		if (!tx->buf)
+			goto out_free;
+		tx->dma = ib_dma_map_single(ibdev, tx->buf, len, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(ibdev, tx->dma)) {
+			kfree(tx->buf);
+			tx->buf = NULL;
+			goto out_free;
+		}
+		qp->tx_free[qp->nr_tx_free++] = i;
+	}
+	return 0;
+
+out_free:
+	rs_qp_tx_free(qp);
+	return -ENOMEM;
+}
+
+void rs_qp_tx_free(struct rs_qp *qp)
+{
+	struct ib_device *ibdev = qp->rdev->ibdev;
+	u32 i;
+
+	for (i = 0; qp->tx && i < qp->send_depth; i++) {
+		if (!qp->tx[i].buf)
+			continue;
+		ib_dma_unmap_single(ibdev, qp->tx[i].dma, RS_HDR_LEN + rs_chunk_size,
+				    DMA_TO_DEVICE);
+		kfree(qp->tx[i].buf);
+	}
+	kvfree(qp->tx);
+	kvfree(qp->tx_free);
+	qp->tx = NULL;
+	qp->tx_free = NULL;
+	qp->nr_tx_free = 0;
+}
+
+/* Something may be sendable: run the sender (if the QP is up). */
+void rs_qp_kick(struct rs_qp *qp)
+{
+	if (READ_ONCE(qp->state) == RS_QP_UP)
+		queue_work(rs_wq, &qp->send_work);
+}
+
+static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rs_tx *tx = container_of(wc->wr_cqe, struct rs_tx, cqe);
+	struct rs_qp *qp = tx->qp;
+	struct rs_send *op = tx->op;
+	struct rs_ac *ac = tx->ac;
+	int status = 0;
+
+	if (wc->status != IB_WC_SUCCESS) {
+		status = -ECONNRESET;
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_warn_ratelimited("QP %u: send failed: %s\n", qp->qp->qp_num,
+					    ib_wc_status_msg(wc->status));
+		rs_qp_down(qp, status);
+	}
+
+	tx->op = NULL;
+	tx->ac = NULL;
+	spin_lock_irq(&qp->lock);
+	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
+	spin_unlock_irq(&qp->lock);
+
+	if (ac) {
+		if (op)
+			rs_ac_send_done(ac, op, status);
+		rs_ac_put(ac);
+	}
+	rs_qp_kick(qp);
+}
+
+/* What one round of the sender decided to send, taken under the lock. */
+struct rs_tx_plan {
+	struct rs_proto_msg m;
+	const void *src;		/* DATA payload */
+	struct rs_ac *ac;		/* reference taken */
+	struct rs_send *op;		/* completes with this send */
+};
+
+/* Called with qp->lock held; false when there is nothing to send. */
+static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
+{
+	struct rs_sched_entity *se;
+	struct rs_reject *rej;
+	struct rs_send *op;
+	struct rs_ac *ac;
+	u32 len;
+
+	memset(p, 0, sizeof(*p));
+
+	rej = list_first_entry_or_null(&qp->rejects, struct rs_reject, node);
+	if (rej) {
+		list_del(&rej->node);
+		p->m.dst_conn = rej->dst;
+		if (rej->src) {
+			p->m.type = RS_MSG_CLOSE;
+			p->m.src_conn = rej->src;
+		} else {
+			p->m.type = RS_MSG_REJECT;
+			p->m.len = RS_REJECT_LEN;
+			p->m.error = rej->error;
+		}
+		kfree(rej);
+		return true;
+	}
+
+	while ((ac = list_first_entry_or_null(&qp->ctrl, struct rs_ac, ctrl_node))) {
+		u32 bits = ac->ctrl_pending;
+
+		p->m.dst_conn = ac->remote_id;
+		p->m.src_conn = ac->id;
+		if (bits & RS_CTRL_CONNECT) {
+			ac->ctrl_pending &= ~RS_CTRL_CONNECT;
+			p->m.type = RS_MSG_CONNECT;
+			p->m.len = RS_CONN_PARAMS_LEN;
+			p->m.conn.port = ac->port;
+			p->m.conn.slot_size = rs_chunk_size;
+			p->m.conn.credits = rs_ac_take_credits(ac);
+		} else if (bits & RS_CTRL_ACCEPT) {
+			ac->ctrl_pending &= ~RS_CTRL_ACCEPT;
+			p->m.type = RS_MSG_ACCEPT;
+			p->m.len = RS_CONN_PARAMS_LEN;
+			p->m.conn.slot_size = rs_chunk_size;
+			p->m.conn.credits = rs_ac_take_credits(ac);
+		} else if (bits & RS_CTRL_CREDIT) {
+			ac->ctrl_pending &= ~RS_CTRL_CREDIT;
+			p->m.type = RS_MSG_CREDIT;
+			p->m.credits = rs_ac_take_credits(ac);
+		}
+		if (!ac->ctrl_pending)
+			list_del_init(&ac->ctrl_node);
+		if (!p->m.type || (p->m.type == RS_MSG_CREDIT && !p->m.credits))
+			continue;
+		kref_get(&ac->ref);
+		p->ac = ac;
+		return true;
+	}
+
+	se = rs_sched_next(&qp->sched);
+	if (!se)
+		return false;
+	ac = container_of(se, struct rs_ac, se);
+	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
+	if (WARN_ON_ONCE(!op)) {
+		rs_sched_dequeue(&qp->sched, se);
+		return false;
+	}
+	p->m.dst_conn = ac->remote_id;
+	p->m.src_conn = ac->id;
+	p->m.credits = rs_ac_take_credits(ac);
+
+	if (op->opcode == RDMASHARE_OP_CLOSE) {
+		list_del(&op->node);
+		p->m.type = RS_MSG_CLOSE;
+		p->op = op;
+		ac->close_sent = true;
+		rs_sched_dequeue(&qp->sched, se);
+	} else {
+		len = min(op->len - op->sent, ac->peer_slot_size);
+		p->m.type = RS_MSG_DATA;
+		p->m.seq = op->seq;
+		p->m.msg_len = op->len;
+		p->m.offset = op->sent;
+		p->m.len = len;
+		if (!op->sent)
+			p->m.flags |= RS_F_FIRST;
+		p->src = ac->rf->data + op->addr + op->sent;
+		op->sent += len;
+		if (op->sent == op->len) {
+			p->m.flags |= RS_F_LAST;
+			list_del(&op->node);
+			p->op = op;
+		}
+		ac->send_credits--;
+		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len,
+				!list_empty(&ac->sendq) && ac->send_credits);
+	}
+	kref_get(&ac->ref);
+	p->ac = ac;
+	return true;
+}
+
+static int rs_post(struct rs_qp *qp, struct rs_tx *tx, u32 len)
+{
+	struct ib_sge sge = {
+		.addr = tx->dma,
+		.length = len,
+		.lkey = qp->rdev->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &tx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED,
+	};
+
+	ib_dma_sync_single_for_device(qp->rdev->ibdev, tx->dma, len, DMA_TO_DEVICE);
+	return ib_post_send(qp->qp, &wr, NULL);
+}
+
+void rs_sender_work(struct work_struct *work)
+{
+	struct rs_qp *qp = container_of(work, struct rs_qp, send_work);
+	struct rs_tx_plan plan;
+	struct rs_tx *tx;
+	int len, ret;
+
+	for (;;) {
+		spin_lock_irq(&qp->lock);
+		if (qp->state != RS_QP_UP || !qp->nr_tx_free || !rs_plan(qp, &plan)) {
+			spin_unlock_irq(&qp->lock);
+			return;
+		}
+		tx = &qp->tx[qp->tx_free[--qp->nr_tx_free]];
+		spin_unlock_irq(&qp->lock);
+
+		len = rs_proto_encode(&plan.m, tx->buf, RS_HDR_LEN + rs_chunk_size);
+		if (WARN_ON_ONCE(len < 0)) {
+			ret = len;
+			goto fail;
+		}
+		if (plan.m.type == RS_MSG_DATA) {
+			memcpy(tx->buf + RS_HDR_LEN, plan.src, plan.m.len);
+			len += plan.m.len;
+		}
+		tx->ac = plan.ac;
+		tx->op = plan.op;
+		ret = rs_post(qp, tx, len);
+		if (ret)
+			goto fail;
+		cond_resched();
+	}
+
+fail:
+	pr_warn_ratelimited("QP %u: cannot post a send: %d\n", qp->qp->qp_num, ret);
+	tx->ac = NULL;
+	tx->op = NULL;
+	spin_lock_irq(&qp->lock);
+	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
+	spin_unlock_irq(&qp->lock);
+	if (plan.ac) {
+		if (plan.op)
+			rs_ac_send_done(plan.ac, plan.op, -EIO);
+		rs_ac_put(plan.ac);
+	}
+	rs_qp_down(qp, -EIO);
+}

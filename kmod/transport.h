@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rdmashare: the shared transport.  Objects and their locking:
+ *
+ *   rs_device   one per RDMA device (device.c): PD, SRQ and its receive
+ *               buffers
+ *   rs_peer     one per remote address (peer.c): its shared QPs
+ *   rs_qp       one shared RC QP (cm.c, sender.c): its CQ, TX buffers,
+ *               the scheduler of the ACs pinned to it
+ *   rs_ac       one end of an abstract connection (ac.c), owned by a file
+ *
+ * Locks, outermost first: rs_peers_lock (mutex) > rs_file.ac_lock (mutex)
+ * > rs_file.rx_lock (spinlock) > rs_qp.lock (spinlock) > rs_file.cq_lock.
+ * Completion handlers run in process context (IB_POLL_WORKQUEUE).
+ */
+#ifndef _RDMASHARE_TRANSPORT_H
+#define _RDMASHARE_TRANSPORT_H
+
+#include <linux/kref.h>
+#include <linux/socket.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+#include "proto.h"
+#include "rdmashare.h"
+#include "sched.h"
+
+struct rs_ac;
+struct rs_qp;
+
+/* A receive buffer posted to a device's SRQ. */
+struct rs_rx_buf {
+	struct ib_cqe cqe;
+	struct rs_device *rdev;
+	void *buf;
+	u64 dma;
+};
+
+/* A send buffer of a QP: one header plus at most one chunk. */
+struct rs_tx {
+	struct ib_cqe cqe;
+	struct rs_qp *qp;
+	void *buf;
+	u64 dma;
+	struct rs_ac *ac;		/* reference held while posted */
+	struct rs_send *op;		/* completed by this SEND, or NULL */
+};
+
+enum rs_qp_state {
+	RS_QP_CONNECTING,
+	RS_QP_UP,
+	RS_QP_DOWN,
+};
+
+/**
+ * struct rs_qp - one shared RC QP towards a peer
+ * @ref: references: the peer's list, each pinned AC, each posted TX
+ * @peer: the peer (reference held)
+ * @rdev: the device, once known
+ * @cm_id: the rdma_cm id; destroyed by the teardown work
+ * @qp: the QP, once created
+ * @send_cq: sends and receives, from the device's CQ pool
+ * @cq_size: entries taken from the pool
+ * @active: this host initiated the connection
+ * @state: RS_QP_*, under @lock; waiters on @wait
+ * @error: why the QP went down
+ * @wait: woken on state changes
+ * @lock: the send side: scheduler, control queue, TX buffers, @acs
+ * @sched: ACs with data and credits
+ * @ctrl: ACs with a control message to send (rs_ac.ctrl_node)
+ * @tx: TX buffers; @tx_free lists the free ones (a stack of indices)
+ * @send_work: the sender, which alone posts sends on this QP
+ * @down_work: fails the pinned ACs and tears the QP down
+ * @acs: ACs pinned to this QP (rs_ac.qp_node)
+ * @peer_node: in rs_peer.qps
+ */
+struct rs_qp {
+	struct kref ref;
+	struct rs_peer *peer;
+	struct rs_device *rdev;
+	struct rdma_cm_id *cm_id;
+	struct ib_qp *qp;
+	struct ib_cq *send_cq;
+	u32 cq_size;
+	u32 send_depth;
+	bool active;
+	enum rs_qp_state state;
+	int error;
+	wait_queue_head_t wait;
+
+	spinlock_t lock;		/* the send side, see above */
+	struct rs_sched sched;
+	struct list_head ctrl;
+	struct list_head rejects;
+	struct rs_tx *tx;
+	u32 *tx_free;
+	u32 nr_tx_free;
+	struct work_struct send_work;
+	struct work_struct down_work;
+	struct list_head acs;
+	struct list_head peer_node;
+	unsigned long idle_since;
+};
+
+/**
+ * struct rs_peer - a remote host
+ * @ref: references: rs_peers, each QP
+ * @node: in rs_peers
+ * @addr: its address (port 0)
+ * @qps: its QPs (rs_qp.peer_node), under rs_peers_lock
+ */
+struct rs_peer {
+	struct kref ref;
+	struct list_head node;
+	struct sockaddr_storage addr;
+	struct list_head qps;
+};
+
+enum rs_ac_state {
+	RS_AC_LISTEN,
+	RS_AC_CONNECTING,
+	RS_AC_OPEN,
+	RS_AC_CLOSED,
+};
+
+/* Control messages an AC owes its peer (rs_ac.ctrl_pending). */
+#define RS_CTRL_CONNECT	BIT(0)
+#define RS_CTRL_ACCEPT	BIT(1)
+#define RS_CTRL_CREDIT	BIT(2)
+#define RS_CTRL_CLOSE	BIT(3)
+
+/* A SEND (or CLOSE) operation queued on an AC. */
+struct rs_send {
+	struct list_head node;		/* in rs_ac.sendq */
+	u64 user_data;
+	u64 addr;
+	u32 len;
+	u32 sent;			/* bytes posted so far */
+	u32 seq;
+	u8 opcode;			/* RDMASHARE_OP_SEND or _CLOSE */
+};
+
+/**
+ * struct rs_ac - this host's end of an abstract connection
+ * @ref: references: the file's table, the conn table, the QP's lists, TX
+ * @id: host-wide connection id, used on the wire (rs_conns)
+ * @fid: the file's id for it, what user space sees
+ * @rf: the owning file (reference held)
+ * @state: RS_AC_*, under @rf->ac_lock for transitions, read anywhere
+ * @qp: the QP it is pinned to, once known (reference held)
+ * @remote_id: the peer's connection id
+ * @port: service port (listener, or the one connected to)
+ * @error: why it closed
+ * @wait: CONNECT waiters
+ * @backlog: listener: accepted ACs not yet handed out (rs_ac.backlog_node)
+ * @backlog_len: listener: length of @backlog
+ * @backlog_max: listener: limit of @backlog
+ * @peer_addr: the peer's address
+ *
+ * Send side, under @qp->lock: @se, @sendq, @send_credits, @tx_seq,
+ * @peer_slot_size, @ctrl_pending, @ctrl_node, @credits_out (credits to
+ * piggyback or send), @close_queued.
+ *
+ * Receive side, under @rf->rx_lock: @rx_reserved (slots set aside for this
+ * AC, not in use), @rx_seq/@rx_off/@rx_msg_len (the message being received).
+ */
+struct rs_ac {
+	struct kref ref;
+	u32 id;
+	u32 fid;
+	struct rs_file *rf;
+	enum rs_ac_state state;
+	struct rs_qp *qp;
+	u32 remote_id;
+	u32 port;
+	int error;
+	wait_queue_head_t wait;
+	struct list_head qp_node;
+
+	struct list_head backlog;
+	struct list_head backlog_node;
+	u32 backlog_len;
+	u32 backlog_max;
+	struct rdmashare_addr peer_addr;
+
+	struct rs_sched_entity se;
+	struct list_head sendq;
+	u32 send_credits;
+	u32 tx_seq;
+	u32 peer_slot_size;
+	u32 ctrl_pending;
+	struct list_head ctrl_node;
+	u32 credits_out;
+	bool close_queued;
+	bool close_sent;
+	bool peer_closed;
+
+	u32 rx_reserved;
+	u32 rx_seq;
+	u32 rx_off;
+	u32 rx_msg_len;
+};
+
+/* A REJECT (src 0) or CLOSE owed to a peer for an AC this host lacks. */
+struct rs_reject {
+	struct list_head node;
+	u32 dst;
+	u32 src;
+	u32 error;
+};
+
+/* device.c */
+struct rs_device *rs_device_get_by_ibdev(struct ib_device *ibdev);
+int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx);
+
+/* cm.c */
+extern unsigned int rs_cm_port;
+int rs_cm_init(void);
+void rs_cm_exit(void);
+struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
+void rs_qp_put(struct rs_qp *qp);
+void rs_qp_down(struct rs_qp *qp, int error);
+void rs_qps_down_device(struct rs_device *rdev);
+
+/* peer.c */
+struct rs_peer *rs_peer_get(const struct sockaddr *addr);
+void rs_peer_put(struct rs_peer *peer);
+void rs_peers_down(struct rs_device *rdev);
+extern struct mutex rs_peers_lock;
+
+/* sender.c */
+int rs_qp_tx_init(struct rs_qp *qp);
+void rs_qp_tx_free(struct rs_qp *qp);
+void rs_qp_kick(struct rs_qp *qp);
+void rs_sender_work(struct work_struct *work);
+
+/* ac.c: called from the transport */
+void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload);
+void rs_ac_put(struct rs_ac *ac);
+void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
+void rs_ac_qp_down(struct rs_ac *ac, int error);
+u32 rs_ac_take_credits(struct rs_ac *ac);
+
+extern struct workqueue_struct *rs_wq;
+
+#endif /* _RDMASHARE_TRANSPORT_H */

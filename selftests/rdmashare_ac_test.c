@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Abstract connections on one host (Soft-RoCE loopback to the guest's own
+ * address, RS_IP): listen, connect, accept, messages of every size around
+ * the chunk size echoed and verified, close seen by the peer, and the
+ * errors of LISTEN, CONNECT, ACCEPT and of operations on wrong ACs.
+ */
+#include <arpa/inet.h>
+#include <signal.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT 7000
+
+static struct sockaddr_in peer_addr(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	const char *ip = getenv("RS_PEER_TEST_IP") ?: getenv("RS_IP") ?: "127.0.0.1";
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	return sin;
+}
+
+static struct rdmashare *open_setup(void)
+{
+	struct rdmashare_setup p = { .data_size = 4 << 20, .rx_slots = 256 };
+	struct rdmashare *rs;
+
+	if (rdmashare_open(&rs, 0))
+		return NULL;
+	if (rdmashare_setup(rs, &p)) {
+		rdmashare_close(rs);
+		return NULL;
+	}
+	return rs;
+}
+
+static void fill(unsigned char *buf, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 8));
+}
+
+/* Echo server: every message straight back, until the client closes. */
+static int echo_server(int ready_fd, unsigned int port)
+{
+	static unsigned char buf[2 << 20];
+	struct rdmashare *rs = open_setup();
+	int l, ac;
+	ssize_t n;
+
+	if (!rs)
+		return 10;
+	l = rdmashare_listen(rs, port, 16);
+	if (l < 0)
+		return 11;
+	if (write(ready_fd, "r", 1) != 1)
+		return 12;
+	ac = rdmashare_accept(rs, l, 60000);
+	if (ac < 0)
+		return 13;
+	for (;;) {
+		n = rdmashare_recv(rs, ac, buf, sizeof(buf), 60000);
+		if (n == -EPIPE)
+			break;		/* the client closed */
+		if (n < 0)
+			return 14;
+		if (rdmashare_send(rs, ac, buf, n))
+			return 15;
+	}
+	if (rdmashare_flush(rs, 10000) || rdmashare_close_ac(rs, ac))
+		return 16;
+	rdmashare_close(rs);
+	return 0;
+}
+
+static pid_t start_server(struct __test_metadata *_metadata, unsigned int port)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(fds[0]);
+		_exit(echo_server(fds[1], port));
+	}
+	close(fds[1]);
+	if (read(fds[0], &c, 1) != 1)
+		TH_LOG("the server did not start");
+	close(fds[0]);
+	return pid;
+}
+
+static int wait_server(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+
+
+/* Soft-RoCE under emulation is slow: the data tests get minutes. */
+FIXTURE(data) {
+	int unused;
+};
+
+FIXTURE_SETUP(data)
+{
+}
+
+FIXTURE_TEARDOWN(data)
+{
+}
+
+TEST_F_TIMEOUT(data, echo_sizes, 240)
+{
+	static const size_t sizes[] = {
+		1, 2, 63, 64, 1000, 16383, 16384, 16385, 32768, 100000, 1 << 20, 0, 7,
+	};
+	static unsigned char out[1 << 20], in[1 << 20];
+	struct sockaddr_in sin = peer_addr(PORT);
+	struct rdmashare *rs;
+	unsigned int i;
+	pid_t pid;
+	int ac;
+
+	pid = start_server(_metadata, PORT);
+	ASSERT_LT(0, pid);
+	rs = open_setup();
+	ASSERT_NE(NULL, rs);
+	ac = rdmashare_connect(rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, ac) TH_LOG("connect: %s", strerror(-ac));
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		ssize_t n;
+
+		fill(out, sizes[i], i);
+		ASSERT_EQ(0, rdmashare_send(rs, ac, out, sizes[i]));
+		n = rdmashare_recv(rs, ac, in, sizeof(in), 30000);
+		if (getenv("RS_TEST_VERBOSE"))
+			TH_LOG("size %zu: %zd", sizes[i], n);
+		ASSERT_EQ((ssize_t)sizes[i], n) TH_LOG("size %zu", sizes[i]);
+		if (sizes[i] == 0)
+			continue;
+		ASSERT_EQ(0, memcmp(out, in, sizes[i])) TH_LOG("size %zu", sizes[i]);
+	}
+	/* Pipelined: many in flight, back in order. */
+	for (i = 0; i < 200; i++) {
+		fill(out, 512, 1000 + i);
+		ASSERT_EQ(0, rdmashare_send(rs, ac, out, 512));
+	}
+	for (i = 0; i < 200; i++) {
+		fill(out, 512, 1000 + i);
+		ASSERT_EQ(512, rdmashare_recv(rs, ac, in, sizeof(in), 30000));
+		ASSERT_EQ(0, memcmp(out, in, 512)) TH_LOG("message %u", i);
+	}
+	ASSERT_EQ(0, rdmashare_close_ac(rs, ac));
+	EXPECT_EQ(0, wait_server(pid));
+	rdmashare_close(rs);
+}
+
+TEST(connect_refused)
+{
+	struct sockaddr_in sin = peer_addr(PORT + 1);
+	struct rdmashare *rs = open_setup();
+
+	ASSERT_NE(NULL, rs);
+	EXPECT_EQ(-ECONNREFUSED, rdmashare_connect(rs, (struct sockaddr *)&sin, 20000));
+	rdmashare_close(rs);
+}
+
+TEST(connect_unreachable)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+	struct rdmashare *rs = open_setup();
+	int ret;
+
+	ASSERT_NE(NULL, rs);
+	/* On the guest's subnet, but nobody is there. */
+	inet_pton(AF_INET, "198.18.0.99", &sin.sin_addr);
+	ret = rdmashare_connect(rs, (struct sockaddr *)&sin, 15000);
+	EXPECT_TRUE(ret == -EHOSTUNREACH || ret == -ETIMEDOUT) TH_LOG("got %d", ret);
+	rdmashare_close(rs);
+}
+
+TEST(listen_errors)
+{
+	struct rdmashare *rs = open_setup(), *rs2 = open_setup();
+	struct rdmashare_listen l = { .size = sizeof(l), .port = PORT + 2, .backlog = 4 };
+	int fd, fd_raw;
+
+	ASSERT_NE(NULL, rs);
+	ASSERT_NE(NULL, rs2);
+	fd = rdmashare_fd(rs);
+	ASSERT_LT(0, rdmashare_listen(rs, PORT + 2, 4));
+	/* Port taken, by this file or another. */
+	EXPECT_EQ(-EADDRINUSE, rdmashare_listen(rs, PORT + 2, 4));
+	EXPECT_EQ(-EADDRINUSE, rdmashare_listen(rs2, PORT + 2, 4));
+	EXPECT_EQ(-EINVAL, rdmashare_listen(rs, 0, 4));
+	EXPECT_EQ(-EINVAL, rdmashare_listen(rs, 65536, 4));
+	EXPECT_EQ(-EINVAL, rdmashare_listen(rs, PORT + 3, 0));
+	EXPECT_EQ(-EINVAL, rdmashare_listen(rs, PORT + 3, 1u << 30));
+	l.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	l.flags = 0;
+	l.resv = 1;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	/* Before SETUP. */
+	fd_raw = open("/dev/rdmashare", O_RDWR);
+	l.resv = 0;
+	l.port = PORT + 4;
+	EXPECT_EQ(-1, ioctl(fd_raw, RDMASHARE_IOC_LISTEN, &l));
+	EXPECT_EQ(EINVAL, errno);
+	close(fd_raw);
+	rdmashare_close(rs);
+	/* Closing the file frees the port. */
+	EXPECT_LT(0, rdmashare_listen(rs2, PORT + 2, 4));
+	rdmashare_close(rs2);
+}
+
+TEST(connect_and_accept_errors)
+{
+	struct rdmashare_connect c = { .size = sizeof(c) };
+	struct rdmashare_accept a = { .size = sizeof(a) };
+	struct rdmashare *rs = open_setup();
+	int fd, l;
+
+	ASSERT_NE(NULL, rs);
+	fd = rdmashare_fd(rs);
+	c.peer.family = AF_INET;
+	c.peer.port = 0;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_CONNECT, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.peer.port = 70000;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_CONNECT, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.peer.port = PORT;
+	c.peer.family = 12345;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_CONNECT, &c));
+	EXPECT_EQ(EAFNOSUPPORT, errno);
+	c.peer.family = AF_INET;	/* 0.0.0.0 */
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_CONNECT, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.peer.addr[0] = 198;
+	c.peer.addr[12] = 1;		/* junk after an IPv4 address */
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_CONNECT, &c));
+	EXPECT_EQ(EINVAL, errno);
+	c.peer.addr[12] = 0;
+	c.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_CONNECT, &c));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* ACCEPT on nothing, on a non-listener, with bad flags. */
+	a.listen_ac = 12345;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(ENOENT, errno);
+	l = rdmashare_listen(rs, PORT + 5, 4);
+	ASSERT_LT(0, l);
+	a.listen_ac = l;
+	a.flags = RDMASHARE_ACCEPT_NONBLOCK;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(EAGAIN, errno);
+	a.flags = 0;
+	a.timeout_ms = 50;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(ETIME, errno);
+	a.flags = 2;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(EINVAL, errno);
+	rdmashare_close(rs);
+}
+
+/* Operations naming ACs that are not this file's. */
+TEST(ops_on_wrong_acs)
+{
+	struct rdmashare *a = open_setup(), *b = open_setup();
+	struct rdmashare_cqe *cqe;
+	struct rdmashare_sqe *sqe;
+	int l, i;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	l = rdmashare_listen(a, PORT + 6, 4);
+	ASSERT_LT(0, l);
+
+	/* SEND on another file's AC id, on a listener, unknown ids; RELEASE of
+	 * slots never delivered or outside the receive area; CLOSE with data.
+	 */
+	struct { __u8 op; __u32 ac; __u64 addr; __u32 len; int res; } cases[] = {
+		{ RDMASHARE_OP_SEND, l, 0, 10, -ENOENT },	/* in file b */
+		{ RDMASHARE_OP_SEND, 0, 0, 10, -ENOENT },
+		{ RDMASHARE_OP_SEND, 999999, 0, 10, -ENOENT },
+		{ RDMASHARE_OP_RELEASE, 0, 0, 0, -EINVAL },
+		{ RDMASHARE_OP_RELEASE, 1, 1ull << 40, 0, -EINVAL },
+		{ RDMASHARE_OP_CLOSE, 999999, 0, 0, -ENOENT },
+	};
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		sqe = rdmashare_get_sqe(b);
+		sqe->opcode = cases[i].op;
+		sqe->ac = cases[i].ac;
+		sqe->addr = cases[i].addr;
+		sqe->len = cases[i].len;
+		sqe->user_data = i;
+	}
+	ASSERT_EQ(i, rdmashare_submit_and_wait(b, i, 5000));
+	for (i = 0; i < (int)(sizeof(cases) / sizeof(cases[0])); i++) {
+		ASSERT_EQ(0, rdmashare_peek_cqe(b, &cqe));
+		EXPECT_EQ(cases[i].res, cqe->res) TH_LOG("case %d", i);
+		rdmashare_cqe_seen(b, cqe);
+	}
+	/* In file a: SEND on a listener, out of the data area, CLOSE with len. */
+	sqe = rdmashare_get_sqe(a);
+	sqe->opcode = RDMASHARE_OP_SEND;
+	sqe->ac = l;
+	sqe->len = 1;
+	sqe = rdmashare_get_sqe(a);
+	sqe->opcode = RDMASHARE_OP_CLOSE;
+	sqe->ac = l;
+	sqe->len = 1;
+	ASSERT_EQ(2, rdmashare_submit_and_wait(a, 2, 5000));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, rdmashare_peek_cqe(a, &cqe));
+		EXPECT_EQ(-EINVAL, cqe->res);
+		rdmashare_cqe_seen(a, cqe);
+	}
+	rdmashare_close(a);
+	rdmashare_close(b);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,436 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * librdmashare: abstract connections with a socket-like API.
+ *
+ * rdmashare_send() copies the message into the application's part of the
+ * data area (a first-fit allocator, "the buffer manager") and submits a
+ * SEND; the buffer is reused once the SEND completes.  rdmashare_recv()
+ * gathers a message's chunks from their receive slots, copies them out and
+ * releases the slots, which returns credits to the sender.  Completions are
+ * reaped by whichever call needs them and filed by AC.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "rdmashare.h"
+#include "internal.h"
+
+/* user_data of the library's own SENDs and RELEASEs. */
+#define RS_UD_LIB	(1ULL << 63)
+#define RS_UD_RELEASE	(RS_UD_LIB | (1ULL << 62))
+
+static struct rs_acst *rs_acst(struct rdmashare *rs, __u32 ac)
+{
+	struct rs_acst *n;
+	unsigned int want;
+
+	if (ac < rs->nr_acs)
+		return &rs->acs[ac];
+	want = rs->nr_acs ? rs->nr_acs : 64;
+	while (want <= ac)
+		want *= 2;
+	n = realloc(rs->acs, want * sizeof(*n));
+	if (!n)
+		return NULL;
+	memset(n + rs->nr_acs, 0, (want - rs->nr_acs) * sizeof(*n));
+	rs->acs = n;
+	rs->nr_acs = want;
+	return &rs->acs[ac];
+}
+
+/* ---- the buffer manager: first fit over [0, tx_size) ---- */
+
+static int rs_tx_init(struct rdmashare *rs)
+{
+	if (rs->free_tx || !rs->tx_size)
+		return 0;
+	rs->free_tx = calloc(1, sizeof(*rs->free_tx));
+	if (!rs->free_tx)
+		return -ENOMEM;
+	rs->free_tx->len = rs->tx_size;
+	return 0;
+}
+
+static size_t rs_align(size_t len)
+{
+	return (len + 63) & ~(size_t)63;
+}
+
+static long long rs_tx_alloc(struct rdmashare *rs, size_t len)
+{
+	struct rs_extent **pp, *e;
+	size_t off;
+
+	len = rs_align(len ? len : 1);
+	for (pp = &rs->free_tx; (e = *pp); pp = &e->next) {
+		if (e->len < len)
+			continue;
+		off = e->off;
+		e->off += len;
+		e->len -= len;
+		if (!e->len) {
+			*pp = e->next;
+			free(e);
+		}
+		return off;
+	}
+	return -1;
+}
+
+static void rs_tx_free(struct rdmashare *rs, size_t off, size_t len)
+{
+	struct rs_extent *prev = NULL, *e = rs->free_tx, *n;
+
+	len = rs_align(len ? len : 1);
+	while (e && e->off < off) {
+		prev = e;
+		e = e->next;
+	}
+	/* Merge with the extent before, after, or both. */
+	if (prev && prev->off + prev->len == off) {
+		prev->len += len;
+		if (e && prev->off + prev->len == e->off) {
+			prev->len += e->len;
+			prev->next = e->next;
+			free(e);
+		}
+		return;
+	}
+	if (e && off + len == e->off) {
+		e->off = off;
+		e->len += len;
+		return;
+	}
+	n = malloc(sizeof(*n));
+	if (!n)
+		return;		/* the space is lost, not corrupted */
+	n->off = off;
+	n->len = len;
+	n->next = e;
+	if (prev)
+		prev->next = n;
+	else
+		rs->free_tx = n;
+}
+
+/* ---- completions ---- */
+
+static int rs_stash_done(struct rdmashare *rs, const struct rdmashare_cqe *cqe)
+{
+	if (rs->nr_done == rs->cap_done) {
+		unsigned int cap = rs->cap_done ? 2 * rs->cap_done : 16;
+		struct rs_opdone *n = realloc(rs->done, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		rs->done = n;
+		rs->cap_done = cap;
+	}
+	rs->done[rs->nr_done].user_data = cqe->user_data;
+	rs->done[rs->nr_done].res = cqe->res;
+	rs->nr_done++;
+	return 0;
+}
+
+/* File one completion; the CQ slot is handed back. */
+static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
+{
+	struct rs_acst *st;
+	struct rs_chunk *c;
+	int ret = 0;
+
+	switch (cqe->type) {
+	case RDMASHARE_CQE_RECV:
+		st = rs_acst(rs, cqe->ac);
+		c = calloc(1, sizeof(*c));
+		if (!st || !c) {
+			free(c);
+			ret = -ENOMEM;
+			break;
+		}
+		c->addr = cqe->addr;
+		c->len = cqe->res;
+		c->msg_len = cqe->user_data;
+		c->more = !!(cqe->flags & RDMASHARE_CQE_F_MORE);
+		if (st->tail)
+			st->tail->next = c;
+		else
+			st->head = c;
+		st->tail = c;
+		break;
+	case RDMASHARE_CQE_CLOSED:
+		st = rs_acst(rs, cqe->ac);
+		if (!st) {
+			ret = -ENOMEM;
+			break;
+		}
+		st->closed = 1;
+		st->close_res = cqe->res;
+		break;
+	case RDMASHARE_CQE_OP:
+		if (cqe->user_data & RS_UD_LIB) {
+			if (cqe->user_data != RS_UD_RELEASE) {
+				/* A library SEND: offset and length in user_data. */
+				rs_tx_free(rs, (cqe->user_data >> 32) & 0x3fffffff,
+					   cqe->user_data & 0xffffffff);
+				rs->inflight--;
+			}
+		} else {
+			ret = rs_stash_done(rs, cqe);
+		}
+		break;
+	}
+	rdmashare_cqe_seen(rs, cqe);
+	return ret;
+}
+
+/* Reap what is there; with @wait, wait for at least one first. */
+static int rs_reap(struct rdmashare *rs, int wait, unsigned int timeout_ms)
+{
+	struct rdmashare_cqe *cqe;
+	int ret;
+
+	ret = rdmashare_submit(rs);
+	if (ret < 0)
+		return ret;
+	if (wait) {
+		ret = rdmashare_wait_cqe(rs, &cqe, timeout_ms);
+		if (ret)
+			return ret;
+	}
+	while (!rdmashare_peek_cqe(rs, &cqe)) {
+		ret = rs_file_cqe(rs, cqe);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* An SQE, reaping and submitting until one is free. */
+static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
+{
+	struct rdmashare_sqe *sqe;
+
+	while (!(sqe = rdmashare_get_sqe(rs))) {
+		if (rs_reap(rs, 1, 0))
+			return NULL;
+	}
+	return sqe;
+}
+
+/* ---- connection calls ---- */
+
+int rdmashare_listen(struct rdmashare *rs, unsigned int port, unsigned int backlog)
+{
+	struct rdmashare_listen l = {
+		.size = sizeof(l), .port = port, .backlog = backlog,
+	};
+	int ret;
+
+	ret = rs_ioctl(rs, RDMASHARE_IOC_LISTEN, &l);
+	return ret ? ret : (int)l.ac;
+}
+
+static int rs_addr_in(const struct sockaddr *sa, struct rdmashare_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		a->family = AF_INET;
+		a->port = ntohs(in->sin_port);
+		memcpy(a->addr, &in->sin_addr, 4);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		a->family = AF_INET6;
+		a->port = ntohs(in6->sin6_port);
+		memcpy(a->addr, &in6->sin6_addr, 16);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+int rdmashare_connect(struct rdmashare *rs, const struct sockaddr *addr,
+		      unsigned int timeout_ms)
+{
+	struct rdmashare_connect c = { .size = sizeof(c), .timeout_ms = timeout_ms };
+	int ret;
+
+	ret = rs_addr_in(addr, &c.peer);
+	if (ret)
+		return ret;
+	ret = rs_ioctl(rs, RDMASHARE_IOC_CONNECT, &c);
+	if (ret)
+		return ret;
+	if (!rs_acst(rs, c.ac))
+		return -ENOMEM;
+	memset(&rs->acs[c.ac], 0, sizeof(rs->acs[c.ac]));
+	return c.ac;
+}
+
+int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms)
+{
+	struct rdmashare_accept a = {
+		.size = sizeof(a), .listen_ac = listen_ac, .timeout_ms = timeout_ms,
+	};
+	int ret;
+
+	ret = rs_ioctl(rs, RDMASHARE_IOC_ACCEPT, &a);
+	if (ret)
+		return ret;
+	if (!rs_acst(rs, a.ac))
+		return -ENOMEM;
+	/* Chunks may have come before the accept: keep them. */
+	return a.ac;
+}
+
+int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
+{
+	struct rdmashare_sqe *sqe;
+	long long off;
+	int ret;
+
+	if (len > 0x3fffffff)
+		return -EMSGSIZE;
+	ret = rs_tx_init(rs);
+	if (ret)
+		return ret;
+	while ((off = rs_tx_alloc(rs, len)) < 0) {
+		if (!rs->inflight)
+			return -EMSGSIZE;	/* larger than the whole area */
+		ret = rs_reap(rs, 1, 0);
+		if (ret)
+			return ret;
+	}
+	memcpy((char *)rs->data + off, buf, len);
+	sqe = rs_sqe(rs);
+	if (!sqe) {
+		rs_tx_free(rs, off, len);
+		return -EIO;
+	}
+	sqe->opcode = RDMASHARE_OP_SEND;
+	sqe->ac = ac;
+	sqe->addr = off;
+	sqe->len = len;
+	sqe->user_data = RS_UD_LIB | ((__u64)off << 32) | len;
+	rs->inflight++;
+	ret = rdmashare_submit(rs);
+	return ret < 0 ? ret : 0;
+}
+
+/* Give the slots of a received message back, then forget its chunks. */
+static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c)
+{
+	struct rdmashare_sqe *sqe = rs_sqe(rs);
+
+	if (sqe) {
+		sqe->opcode = RDMASHARE_OP_RELEASE;
+		sqe->ac = ac;
+		sqe->addr = c->addr;
+		sqe->user_data = RS_UD_RELEASE;
+	}
+	free(c);
+}
+
+/*
+ * Chunks are copied out and their slots released as they come, so a message
+ * larger than the AC's credit window still flows.
+ */
+ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
+		       unsigned int timeout_ms)
+{
+	size_t msg_len = 0, got = 0;
+	struct rs_acst *st;
+	struct rs_chunk *c;
+	int more = 1, ret;
+
+	while (more) {
+		st = rs_acst(rs, ac);
+		if (!st)
+			return -ENOMEM;
+		c = st->head;
+		if (!c) {
+			if (st->closed) {
+				if (got)	/* cut off inside a message */
+					return st->close_res ? st->close_res : -ECONNRESET;
+				return st->close_res ? st->close_res : -EPIPE;
+			}
+			ret = rs_reap(rs, 1, timeout_ms);
+			if (ret)
+				return ret;
+			continue;
+		}
+		st->head = c->next;
+		if (!st->head)
+			st->tail = NULL;
+		msg_len = c->msg_len;
+		if (got + c->len <= len)
+			memcpy((char *)buf + got, (char *)rs->data + c->addr, c->len);
+		got += c->len;
+		more = c->more;
+		rs_release(rs, ac, c);
+		/* Hand the slot back now: the sender may be waiting for it. */
+		ret = rdmashare_submit(rs);
+		if (ret < 0)
+			return ret;
+	}
+	if (msg_len > len)
+		return -EMSGSIZE;
+	return msg_len;
+}
+
+int rdmashare_close_ac(struct rdmashare *rs, int ac)
+{
+	struct rdmashare_sqe *sqe;
+	struct rs_acst *st;
+	struct rs_chunk *c;
+	unsigned int i;
+	int ret;
+
+	/* Unread chunks go back first. */
+	st = rs_acst(rs, ac);
+	while (st && (c = st->head)) {
+		st->head = c->next;
+		rs_release(rs, ac, c);
+	}
+	if (st)
+		st->tail = NULL;
+	sqe = rs_sqe(rs);
+	if (!sqe)
+		return -EIO;
+	sqe->opcode = RDMASHARE_OP_CLOSE;
+	sqe->ac = ac;
+	sqe->user_data = ac;
+	for (;;) {
+		for (i = 0; i < rs->nr_done; i++) {
+			if (rs->done[i].user_data == (__u64)ac) {
+				ret = rs->done[i].res;
+				rs->done[i] = rs->done[--rs->nr_done];
+				if (st)
+					memset(st, 0, sizeof(*st));
+				return ret;
+			}
+		}
+		ret = rs_reap(rs, 1, 0);
+		if (ret)
+			return ret;
+	}
+}
+
+int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms)
+{
+	int ret;
+
+	while (rs->inflight) {
+		ret = rs_reap(rs, 1, timeout_ms);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
