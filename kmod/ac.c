@@ -292,6 +292,10 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
 	list_for_each_entry_safe(op, tmp, &ops, node)
 		rs_op_done(ac, op, error);
 	rs_ac_del_conn(ac);
+	/* No RECV completion for it after this: its id may be reused. */
+	spin_lock_irq(&ac->rf->rx_lock);
+	ac->rx_done = true;
+	spin_unlock_irq(&ac->rf->rx_lock);
 	rs_rx_unreserve(ac);
 }
 
@@ -617,7 +621,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		else
 			ac->close_queued = true;
 		list_add_tail(&op->node, &ac->sendq);
-		if (ac->send_credits || op->opcode == RDMASHARE_OP_CLOSE)
+		if (rs_ac_can_send(ac))
 			rs_sched_enqueue(&ac->qp->sched, &ac->se);
 	}
 	spin_unlock_irq(&ac->qp->lock);
@@ -867,6 +871,11 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	u32 idx;
 
 	spin_lock_irq(&rf->rx_lock);
+	if (ac->rx_done) {
+		/* Closed here while the chunk was on its way: dropped. */
+		spin_unlock_irq(&rf->rx_lock);
+		return 0;
+	}
 	if (m->offset) {
 		if (m->seq != ac->rx_seq || m->offset != ac->rx_off ||
 		    m->msg_len != ac->rx_msg_len)
@@ -909,6 +918,8 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	struct rs_ac *ac;
 	bool kick = false;
 
+	if (m->type == RS_MSG_KEEPALIVE)
+		return;		/* its arrival was the point */
 	if (m->type == RS_MSG_CONNECT) {
 		rs_recv_connect(qp, m);
 		return;
@@ -944,7 +955,9 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
 			break;
 		if (rs_recv_data(ac, m, payload)) {
-			pr_warn_ratelimited("AC %u: protocol error from the peer\n", ac->id);
+			pr_warn_ratelimited("AC %u: protocol error from the peer: seq %u/%u offset %u/%u len %u/%u reserved %u\n",
+					    ac->id, m->seq, ac->rx_seq, m->offset, ac->rx_off,
+					    m->msg_len, ac->rx_msg_len, ac->rx_reserved);
 			rs_qp_down(qp, -EPROTO);
 		}
 		break;
@@ -961,7 +974,7 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	if (m->credits && m->type != RS_MSG_CLOSE && ac->remote_id == m->src_conn) {
 		spin_lock_irq(&qp->lock);
 		ac->send_credits += m->credits;
-		if (!list_empty(&ac->sendq) && ac->state == RS_AC_OPEN) {
+		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
 			rs_sched_enqueue(&qp->sched, &ac->se);
 			kick = true;
 		}

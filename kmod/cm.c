@@ -30,7 +30,18 @@ unsigned int rs_cm_port = 18861;
 module_param_named(cm_port, rs_cm_port, uint, 0444);
 MODULE_PARM_DESC(cm_port, "rdma_cm port rdmashare listens on and connects to (18861)");
 
+unsigned int rs_keepalive_ms = 2000;
+module_param_named(keepalive_ms, rs_keepalive_ms, uint, 0444);
+MODULE_PARM_DESC(keepalive_ms, "Probe a QP that has ACs this often, ms; 0: never (2000)");
+
 #define RS_CM_TIMEOUT_MS	5000
+/*
+ * Transport retries before a QP fails: a lost peer is noticed after about
+ * (retries + 1) ACK timeouts.  Not 7, which rxe takes as "forever".
+ */
+#define RS_RETRY_COUNT		6
+/* RNR retries: 7 is "forever" for every device; credits make them rare. */
+#define RS_RNR_RETRY_COUNT	7
 /* Private data of CONNECT_REQUEST: the protocol version. */
 struct rs_cm_priv {
 	u8 version;
@@ -58,6 +69,29 @@ void rs_qp_put(struct rs_qp *qp)
 
 static void rs_qp_down_work(struct work_struct *work);
 
+/*
+ * A QP that carries ACs sends a KEEPALIVE every rs_keepalive_ms: RC retries
+ * then notice a peer that is gone, even when nothing else is in flight.
+ */
+static void rs_qp_keepalive(struct work_struct *work)
+{
+	struct rs_qp *qp = container_of(to_delayed_work(work), struct rs_qp, keepalive);
+	bool ping;
+
+	spin_lock_irq(&qp->lock);
+	if (qp->state != RS_QP_UP) {
+		spin_unlock_irq(&qp->lock);
+		return;
+	}
+	ping = !list_empty(&qp->acs);
+	if (ping)
+		qp->ping_pending = true;
+	spin_unlock_irq(&qp->lock);
+	if (ping)
+		rs_qp_kick(qp);
+	queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(rs_keepalive_ms));
+}
+
 static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 {
 	struct rs_qp *qp;
@@ -78,6 +112,7 @@ static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 	INIT_LIST_HEAD(&qp->peer_node);
 	INIT_WORK(&qp->send_work, rs_sender_work);
 	INIT_WORK(&qp->down_work, rs_qp_down_work);
+	INIT_DELAYED_WORK(&qp->keepalive, rs_qp_keepalive);
 	return qp;
 }
 
@@ -209,6 +244,7 @@ static void rs_qp_down_work(struct work_struct *work)
 	 */
 	if (qp->qp)
 		ib_drain_sq(qp->qp);
+	cancel_delayed_work_sync(&qp->keepalive);
 	cancel_work_sync(&qp->send_work);
 
 	if (qp->qp) {
@@ -266,8 +302,8 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	list_add_tail(&qp->peer_node, &peer->qps);
 	mutex_unlock(&rs_peers_lock);
 
-	param.rnr_retry_count = 7;
-	param.retry_count = 7;
+	param.rnr_retry_count = RS_RNR_RETRY_COUNT;
+	param.retry_count = RS_RETRY_COUNT;
 	ret = rdma_accept(id, &param);
 	if (ret) {
 		rs_qp_down(qp, ret);
@@ -311,8 +347,8 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (!ret) {
 			param.private_data = &priv;
 			param.private_data_len = sizeof(priv);
-			param.rnr_retry_count = 7;
-			param.retry_count = 7;
+			param.rnr_retry_count = RS_RNR_RETRY_COUNT;
+			param.retry_count = RS_RETRY_COUNT;
 			ret = rdma_connect_locked(id, &param);
 		}
 		if (ret)
@@ -325,6 +361,9 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		spin_unlock_irq(&qp->lock);
 		wake_up_all(&qp->wait);
 		rs_qp_kick(qp);
+		if (rs_keepalive_ms)
+			queue_delayed_work(rs_wq, &qp->keepalive,
+					   msecs_to_jiffies(rs_keepalive_ms));
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -405,12 +444,18 @@ wait:
 						timeout);
 	if (left > 0 && qp->state == RS_QP_UP)
 		return qp;
-	if (left < 0)
+	if (left < 0) {
 		*err = -EINTR;
-	else if (!left)
+	} else if (!left) {
+		/*
+		 * rdma_cm may retry a REQ to a silent peer for minutes: give
+		 * up on this QP so that the next CONNECT starts afresh.
+		 */
 		*err = -ETIMEDOUT;
-	else
+		rs_qp_down(qp, -ETIMEDOUT);
+	} else {
 		*err = qp->error ?: -ECONNRESET;
+	}
 	rs_qp_put(qp);
 	return NULL;
 

@@ -58,6 +58,7 @@ int rs_proto_payload_len(u8 type, u32 data_len)
 		return RS_REJECT_LEN;
 	case RS_MSG_CLOSE:
 	case RS_MSG_CREDIT:
+	case RS_MSG_KEEPALIVE:
 		return 0;
 	}
 	return -EINVAL;
@@ -109,6 +110,10 @@ static int rs_proto_check(const struct rs_proto_msg *m, u32 max_chunk)
 	case RS_MSG_CLOSE:
 	case RS_MSG_CREDIT:
 		if (!m->dst_conn || !m->src_conn)
+			return -EBADMSG;
+		break;
+	case RS_MSG_KEEPALIVE:
+		if (m->dst_conn || m->src_conn || m->credits)
 			return -EBADMSG;
 		break;
 	}

@@ -46,7 +46,8 @@ enum rs_msg_type {
 	RS_MSG_REJECT,		/* no listener, or no resources */
 	RS_MSG_CLOSE,		/* the sender closed its end */
 	RS_MSG_CREDIT,		/* a credit grant and nothing else */
-	RS_MSG_TYPE_MAX = RS_MSG_CREDIT,
+	RS_MSG_KEEPALIVE,	/* QP liveness probe, for no AC */
+	RS_MSG_TYPE_MAX = RS_MSG_KEEPALIVE,
 };
 
 /* DATA flags */

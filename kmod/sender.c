@@ -127,6 +127,12 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 
 	memset(p, 0, sizeof(*p));
 
+	if (qp->ping_pending) {
+		qp->ping_pending = false;
+		p->m.type = RS_MSG_KEEPALIVE;
+		return true;
+	}
+
 	rej = list_first_entry_or_null(&qp->rejects, struct rs_reject, node);
 	if (rej) {
 		list_del(&rej->node);
@@ -175,15 +181,17 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		return true;
 	}
 
-	se = rs_sched_next(&qp->sched);
-	if (!se)
-		return false;
-	ac = container_of(se, struct rs_ac, se);
-	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
-	if (WARN_ON_ONCE(!op)) {
+	/* The scheduler's next AC that can send; the others leave it. */
+	for (;;) {
+		se = rs_sched_next(&qp->sched);
+		if (!se)
+			return false;
+		ac = container_of(se, struct rs_ac, se);
+		if (rs_ac_can_send(ac))
+			break;
 		rs_sched_dequeue(&qp->sched, se);
-		return false;
 	}
+	op = list_first_entry(&ac->sendq, struct rs_send, node);
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
 	p->m.credits = rs_ac_take_credits(ac);
@@ -211,8 +219,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 			p->op = op;
 		}
 		ac->send_credits--;
-		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len,
-				!list_empty(&ac->sendq) && ac->send_credits);
+		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_can_send(ac));
 	}
 	kref_get(&ac->ref);
 	p->ac = ac;

@@ -72,6 +72,10 @@ enum rs_qp_state {
  * @ctrl: ACs with a control message to send (rs_ac.ctrl_node)
  * @tx: TX buffers; @tx_free lists the free ones (a stack of indices)
  * @send_work: the sender, which alone posts sends on this QP
+ * @keepalive: probes the peer while ACs use the QP, so that a peer that
+ *	vanished is found (the probe's retries run out) even when every AC
+ *	waits for credits and nothing else is in flight
+ * @ping_pending: a probe is to be sent
  * @down_work: fails the pinned ACs and tears the QP down
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
  * @peer_node: in rs_peer.qps
@@ -99,6 +103,8 @@ struct rs_qp {
 	u32 nr_tx_free;
 	struct work_struct send_work;
 	struct work_struct down_work;
+	struct delayed_work keepalive;
+	bool ping_pending;
 	struct list_head acs;
 	struct list_head peer_node;
 	unsigned long idle_since;
@@ -164,7 +170,8 @@ struct rs_send {
  * piggyback or send), @close_queued.
  *
  * Receive side, under @rf->rx_lock: @rx_reserved (slots set aside for this
- * AC, not in use), @rx_seq/@rx_off/@rx_msg_len (the message being received).
+ * AC, not in use), @rx_done (closed: deliver nothing more),
+ * @rx_seq/@rx_off/@rx_msg_len (the message being received).
  */
 struct rs_ac {
 	struct kref ref;
@@ -198,10 +205,23 @@ struct rs_ac {
 	bool peer_closed;
 
 	u32 rx_reserved;
+	bool rx_done;
 	u32 rx_seq;
 	u32 rx_off;
 	u32 rx_msg_len;
 };
+
+/*
+ * Called with the QP's lock held: can @ac send now?  A chunk needs a
+ * credit; a CLOSE does not.
+ */
+static inline bool rs_ac_can_send(struct rs_ac *ac)
+{
+	struct rs_send *op;
+
+	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
+	return op && (ac->send_credits || op->opcode == RDMASHARE_OP_CLOSE);
+}
 
 /* A REJECT (src 0) or CLOSE owed to a peer for an AC this host lacks. */
 struct rs_reject {
@@ -217,6 +237,7 @@ int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx);
 
 /* cm.c */
 extern unsigned int rs_cm_port;
+extern unsigned int rs_keepalive_ms;
 int rs_cm_init(void);
 void rs_cm_exit(void);
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);

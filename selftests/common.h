@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <linux/rdmashare.h>
+#include "rdmashare.h"
 
 #define RS_SYSFS "/sys/class/misc/rdmashare"
 
@@ -78,6 +79,21 @@ static inline int rs_sh(const char *fmt, ...)
 	if (ret == -1 || !WIFEXITED(ret))
 		return -1;
 	return WEXITSTATUS(ret);
+}
+
+/* A /dev/rdmashare handle set up with the given data area and slots. */
+static inline struct rdmashare *rs_open_setup(size_t data, unsigned int slots)
+{
+	struct rdmashare_setup p = { .data_size = data, .rx_slots = slots };
+	struct rdmashare *rs;
+
+	if (rdmashare_open(&rs, 0))
+		return NULL;
+	if (rdmashare_setup(rs, &p)) {
+		rdmashare_close(rs);
+		return NULL;
+	}
+	return rs;
 }
 
 #endif

@@ -26,16 +26,7 @@ static struct sockaddr_in peer_addr(unsigned int port)
 
 static struct rdmashare *open_setup(void)
 {
-	struct rdmashare_setup p = { .data_size = 4 << 20, .rx_slots = 256 };
-	struct rdmashare *rs;
-
-	if (rdmashare_open(&rs, 0))
-		return NULL;
-	if (rdmashare_setup(rs, &p)) {
-		rdmashare_close(rs);
-		return NULL;
-	}
-	return rs;
+	return rs_open_setup(4 << 20, 256);
 }
 
 static void fill(unsigned char *buf, size_t len, unsigned int seed)

@@ -18,9 +18,13 @@
 #include "rdmashare.h"
 #include "internal.h"
 
-/* user_data of the library's own SENDs and RELEASEs. */
+/*
+ * user_data of the library's own operations: SENDs carry their buffer's
+ * offset and length, CLOSEs their AC.
+ */
 #define RS_UD_LIB	(1ULL << 63)
 #define RS_UD_RELEASE	(RS_UD_LIB | (1ULL << 62))
+#define RS_UD_CLOSE	(RS_UD_LIB | (1ULL << 61))
 
 static struct rs_acst *rs_acst(struct rdmashare *rs, __u32 ac)
 {
@@ -118,22 +122,7 @@ static void rs_tx_free(struct rdmashare *rs, size_t off, size_t len)
 
 /* ---- completions ---- */
 
-static int rs_stash_done(struct rdmashare *rs, const struct rdmashare_cqe *cqe)
-{
-	if (rs->nr_done == rs->cap_done) {
-		unsigned int cap = rs->cap_done ? 2 * rs->cap_done : 16;
-		struct rs_opdone *n = realloc(rs->done, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		rs->done = n;
-		rs->cap_done = cap;
-	}
-	rs->done[rs->nr_done].user_data = cqe->user_data;
-	rs->done[rs->nr_done].res = cqe->res;
-	rs->nr_done++;
-	return 0;
-}
+static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c);
 
 /* File one completion; the CQ slot is handed back. */
 static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
@@ -152,6 +141,12 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			break;
 		}
 		c->addr = cqe->addr;
+		if (st->closing) {
+			/* For an AC being closed: nobody will read it. */
+			rdmashare_cqe_seen(rs, cqe);
+			rs_release(rs, cqe->ac, c);
+			return 0;
+		}
 		c->len = cqe->res;
 		c->msg_len = cqe->user_data;
 		c->more = !!(cqe->flags & RDMASHARE_CQE_F_MORE);
@@ -167,20 +162,29 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			ret = -ENOMEM;
 			break;
 		}
-		st->closed = 1;
-		st->close_res = cqe->res;
+		if (!st->closing) {
+			st->closed = 1;
+			st->close_res = cqe->res;
+		}
 		break;
 	case RDMASHARE_CQE_OP:
 		if (cqe->user_data & RS_UD_LIB) {
-			if (cqe->user_data != RS_UD_RELEASE) {
+			if ((cqe->user_data & RS_UD_CLOSE) == RS_UD_CLOSE) {
+				/* The id is free again: forget what is left. */
+				st = rs_acst(rs, cqe->user_data & 0xffffffff);
+				if (st)
+					memset(st, 0, sizeof(*st));
+			} else if (cqe->user_data != RS_UD_RELEASE) {
 				/* A library SEND: offset and length in user_data. */
 				rs_tx_free(rs, (cqe->user_data >> 32) & 0x3fffffff,
 					   cqe->user_data & 0xffffffff);
 				rs->inflight--;
+				st = rs_acst(rs, cqe->ac);
+				if (cqe->res < 0 && st && !st->send_err)
+					st->send_err = cqe->res;
 			}
-		} else {
-			ret = rs_stash_done(rs, cqe);
 		}
+		/* Operations the application submitted itself are its own. */
 		break;
 	}
 	rdmashare_cqe_seen(rs, cqe);
@@ -219,6 +223,32 @@ static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
 			return NULL;
 	}
 	return sqe;
+}
+
+/*
+ * @ac was just handed out by CONNECT or ACCEPT.  If an earlier AC with the
+ * same id is still closing here, its CLOSE completion is already in the CQ
+ * (the kernel reuses an id only after it): reap up to it.
+ */
+static int rs_new_ac(struct rdmashare *rs, int ac)
+{
+	struct rs_acst *st;
+	int ret;
+
+	for (;;) {
+		st = rs_acst(rs, ac);
+		if (!st)
+			return -ENOMEM;
+		if (!st->closing)
+			break;
+		ret = rs_reap(rs, 1, 0);
+		if (ret)
+			return ret;
+	}
+	st->closed = 0;
+	st->close_res = 0;
+	st->send_err = 0;
+	return ac;
 }
 
 /* ---- connection calls ---- */
@@ -268,10 +298,7 @@ int rdmashare_connect(struct rdmashare *rs, const struct sockaddr *addr,
 	ret = rs_ioctl(rs, RDMASHARE_IOC_CONNECT, &c);
 	if (ret)
 		return ret;
-	if (!rs_acst(rs, c.ac))
-		return -ENOMEM;
-	memset(&rs->acs[c.ac], 0, sizeof(rs->acs[c.ac]));
-	return c.ac;
+	return rs_new_ac(rs, c.ac);
 }
 
 int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms)
@@ -284,20 +311,27 @@ int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_m
 	ret = rs_ioctl(rs, RDMASHARE_IOC_ACCEPT, &a);
 	if (ret)
 		return ret;
-	if (!rs_acst(rs, a.ac))
-		return -ENOMEM;
-	/* Chunks may have come before the accept: keep them. */
-	return a.ac;
+	/* Chunks may have come before the accept: they are kept. */
+	return rs_new_ac(rs, a.ac);
 }
 
 int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 {
 	struct rdmashare_sqe *sqe;
+	struct rs_acst *st;
 	long long off;
 	int ret;
 
 	if (len > 0x3fffffff)
 		return -EMSGSIZE;
+	/* A failed SEND or a closed AC: the error, not a message into nowhere. */
+	st = rs_acst(rs, ac);
+	if (!st)
+		return -ENOMEM;
+	if (st->send_err)
+		return st->send_err;
+	if (st->closed)
+		return st->close_res ? st->close_res : -EPIPE;
 	ret = rs_tx_init(rs);
 	if (ret)
 		return ret;
@@ -356,11 +390,9 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 			return -ENOMEM;
 		c = st->head;
 		if (!c) {
-			if (st->closed) {
-				if (got)	/* cut off inside a message */
-					return st->close_res ? st->close_res : -ECONNRESET;
+			/* A message cut off by the close is dropped. */
+			if (st->closed)
 				return st->close_res ? st->close_res : -EPIPE;
-			}
 			ret = rs_reap(rs, 1, timeout_ms);
 			if (ret)
 				return ret;
@@ -390,8 +422,6 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac)
 	struct rdmashare_sqe *sqe;
 	struct rs_acst *st;
 	struct rs_chunk *c;
-	unsigned int i;
-	int ret;
 
 	/* Unread chunks go back first. */
 	st = rs_acst(rs, ac);
@@ -399,28 +429,18 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac)
 		st->head = c->next;
 		rs_release(rs, ac, c);
 	}
-	if (st)
+	if (st) {
 		st->tail = NULL;
+		st->closing = 1;
+	}
+	/* Queued behind the AC's SENDs; its completion frees the id. */
 	sqe = rs_sqe(rs);
 	if (!sqe)
 		return -EIO;
 	sqe->opcode = RDMASHARE_OP_CLOSE;
 	sqe->ac = ac;
-	sqe->user_data = ac;
-	for (;;) {
-		for (i = 0; i < rs->nr_done; i++) {
-			if (rs->done[i].user_data == (__u64)ac) {
-				ret = rs->done[i].res;
-				rs->done[i] = rs->done[--rs->nr_done];
-				if (st)
-					memset(st, 0, sizeof(*st));
-				return ret;
-			}
-		}
-		ret = rs_reap(rs, 1, 0);
-		if (ret)
-			return ret;
-	}
+	sqe->user_data = RS_UD_CLOSE | (__u32)ac;
+	return rdmashare_submit(rs) < 0 ? -EIO : 0;
 }
 
 int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms)

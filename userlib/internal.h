@@ -45,6 +45,8 @@ struct rs_acst {
 	struct rs_chunk *head, *tail;	/* received, in order */
 	int closed;			/* a CLOSED completion came */
 	int close_res;
+	int closing;			/* CLOSE submitted, not completed */
+	int send_err;			/* the first failed SEND's error */
 };
 
 /* A free extent of the application's part of the data area. */
@@ -52,12 +54,6 @@ struct rs_extent {
 	struct rs_extent *next;
 	size_t off;
 	size_t len;
-};
-
-/* A completion the library reaped for an operation it did not start. */
-struct rs_opdone {
-	__u64 user_data;
-	int res;
 };
 
 struct rdmashare {
@@ -74,8 +70,6 @@ struct rdmashare {
 	unsigned int nr_acs;
 	struct rs_extent *free_tx;	/* sorted by offset */
 	unsigned long inflight;		/* library SENDs not yet completed */
-	struct rs_opdone *done;		/* completions of caller's ops */
-	unsigned int nr_done, cap_done;
 };
 
 /* ioctl(2); returns a negative errno on failure. */

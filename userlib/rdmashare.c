@@ -56,7 +56,7 @@ void rdmashare_close(struct rdmashare *rs)
 		rs->free_tx = e->next;
 		free(e);
 	}
-	free(rs->done);
+
 	free(rs);
 }
 

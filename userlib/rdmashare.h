@@ -216,7 +216,11 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 /**
  * rdmashare_close_ac() - close an AC after its queued messages
  * @rs: a set-up handle
- * @ac: the AC; its id may be reused afterwards
+ * @ac: the AC
+ *
+ * Does not wait: the messages sent before go first, then the peer learns of
+ * the close.  Unread messages are dropped.  The id may come back from a
+ * later connect or accept once the close completed.
  *
  * Return: 0, or a negative errno.
  */

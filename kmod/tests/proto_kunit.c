@@ -30,6 +30,7 @@ static const struct rs_proto_msg good_msgs[] = {
 	{ .type = RS_MSG_CLOSE, .dst_conn = 11, .src_conn = 12 },
 	{ .type = RS_MSG_CREDIT, .dst_conn = 11, .src_conn = 12,
 	  .credits = RS_PROTO_MAX_CREDITS },
+	{ .type = RS_MSG_KEEPALIVE },
 };
 
 static void msg_desc(const struct rs_proto_msg *m, char *desc)
@@ -121,6 +122,9 @@ static const struct bad_case bad_cases[] = {
 	{ "reject error 0",		7, 35, 0, -EBADMSG },
 	{ "close src_conn 0",		8, 11, 0, -EBADMSG },
 	{ "credit with msg_len",	9, 19, 1, -EBADMSG },
+	{ "keepalive with dst_conn",	10, 7, 1, -EBADMSG },
+	{ "keepalive with credits",	10, 31, 1, -EBADMSG },
+	{ "keepalive with len",		10, 27, 4, -EBADMSG },
 };
 
 static void bad_desc(const struct bad_case *c, char *desc)

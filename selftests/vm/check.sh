@@ -11,7 +11,8 @@
 #   vm-6.12   kselftests in Debian's stock 6.12
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
 #             kmemleak)
-#   vm-pair   two guests on one emulated link: smoke test
+#   vm-pair   two guests on one emulated link: rs-pingpong over IPv4 and
+#             IPv6, then the peer vanishes mid-transfer
 #
 # Each build stage counts as one test; each VM stage counts the tests it ran
 # plus one for the guest's verdict (clean kernel log, clean unload, no
@@ -131,10 +132,12 @@ want vm-debug && vm_stage vm-debug debug "$B/debug/kmod/rdmashare.ko" \
 	--kunit "$B/debug/kmod/tests/rdmashare_kunit.ko"
 if want vm-pair; then
 	t0=$(date +%s)
+	st=$RS_TOP/selftests
 	if bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$B/6.12/kmod/rdmashare.ko" \
-		--timeout 300 --peer "$RS_TOP/selftests/pair_smoke.sh peer" \
-		-- "$RS_TOP/selftests/pair_smoke.sh client" >"$LOGS/vm-pair.log" 2>&1; then
-		ok "vm-pair: two guests, rs-pingpong over IPv4 and IPv6 ($(( $(date +%s) - t0 ))s)"
+		--timeout 300 --peer "$st/pair_smoke.sh peer && $st/pair_peerloss.sh peer" \
+		-- "$st/pair_smoke.sh client && $st/pair_peerloss.sh client" \
+		>"$LOGS/vm-pair.log" 2>&1; then
+		ok "vm-pair: two guests: rs-pingpong over IPv4 and IPv6, peer loss ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "vm-pair: two-guest smoke test, log: $LOGS/vm-pair.log"
 		grep -vE '^\[ +[0-9]+\.' "$LOGS/vm-pair.log" | tail -n 40 | sed 's/^/    /'

@@ -101,6 +101,10 @@ cd "$RS_CWD" || cd /
 timeout -k 5 "$RS_CMD_TIMEOUT" bash $W/cmd </dev/null >$W/out.log 2>&1
 echo $? >$W/rc
 
+# Whatever the command left behind goes, with its files.
+kill -9 -1 2>/dev/null
+sleep 1
+
 # The module must unload cleanly once the test is done with it.
 if [ -n "$RS_MODULE" ] && [ -e /sys/module/rdmashare ]; then
 	rmmod rdmashare >$W/unload.log 2>&1 || echo "rmmod failed: $?" >>$W/unload.log

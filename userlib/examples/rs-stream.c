@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rs-stream: throughput over many rdmashare abstract connections.
+ *
+ *   rs-stream -s [-p PORT] -a ACS
+ *       accept ACS connections, receive on all of them round robin until
+ *       each is closed, report bytes, messages and rate
+ *   rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]
+ *       PROCS processes open ACS/PROCS ACs each and send MSGS messages of
+ *       BYTES per AC, round robin; report the aggregate rate
+ *
+ * Every message carries its AC's sequence number; the server checks order.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rdmashare.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static struct rdmashare *open_rs(size_t data, unsigned int slots)
+{
+	struct rdmashare_setup p = { .data_size = data, .rx_slots = slots };
+	struct rdmashare *rs;
+	int ret;
+
+	ret = rdmashare_open(&rs, 0);
+	if (!ret)
+		ret = rdmashare_setup(rs, &p);
+	if (ret) {
+		fprintf(stderr, "rs-stream: %s: %s\n", RDMASHARE_DEV_PATH, strerror(-ret));
+		exit(1);
+	}
+	return rs;
+}
+
+static int server(unsigned int port, unsigned int nacs, size_t max)
+{
+	struct rdmashare *rs = open_rs(1 << 20, nacs * 4 > 4096 ? 4096 : nacs * 4);
+	unsigned int i, open_acs = nacs, bad = 0;
+	unsigned long long bytes = 0, msgs = 0;
+	unsigned int *seq = calloc(nacs, sizeof(*seq));
+	int *acs = calloc(nacs, sizeof(*acs));
+	char *buf = malloc(max);
+	double t0 = 0;
+	ssize_t n;
+	int l;
+
+	l = rdmashare_listen(rs, port, nacs > 1024 ? 1024 : nacs);
+	if (l < 0 || !acs || !seq || !buf) {
+		fprintf(stderr, "rs-stream: listen: %s\n", strerror(-l));
+		return 1;
+	}
+	printf("rs-stream: listening on port %u for %u ACs\n", port, nacs);
+	fflush(stdout);
+	for (i = 0; i < nacs; i++) {
+		acs[i] = rdmashare_accept(rs, l, 0);
+		if (acs[i] < 0) {
+			fprintf(stderr, "rs-stream: accept: %s\n", strerror(-acs[i]));
+			return 1;
+		}
+	}
+	while (open_acs) {
+		for (i = 0; i < nacs; i++) {
+			if (acs[i] < 0)
+				continue;
+			n = rdmashare_recv(rs, acs[i], buf, max, 0);
+			if (n < 0) {
+				if (n != -EPIPE) {
+					fprintf(stderr, "rs-stream: AC %d: %s\n", acs[i], strerror(-n));
+					bad++;
+				}
+				rdmashare_close_ac(rs, acs[i]);
+				acs[i] = -1;
+				open_acs--;
+				continue;
+			}
+			if (!t0)
+				t0 = now();
+			if (n >= 4 && memcmp(buf, &seq[i], 4))
+				bad++;
+			seq[i]++;
+			bytes += n;
+			msgs++;
+		}
+	}
+	t0 = now() - t0;
+	printf("rs-stream: received %llu messages, %llu bytes on %u ACs in %.2f s: %.1f MB/s, %.0f msg/s%s\n",
+	       msgs, bytes, nacs, t0, bytes / t0 / 1e6, msgs / t0, bad ? ", ERRORS" : "");
+	rdmashare_close(rs);
+	return bad ? 1 : 0;
+}
+
+static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
+		       unsigned int nmsgs)
+{
+	struct rdmashare *rs = open_rs(len * 64 > (8 << 20) ? len * 64 : 8 << 20,
+				       nacs * 4 > 4096 ? 4096 : nacs * 4);
+	char *buf = calloc(1, len > 4 ? len : 4);
+	int *acs = calloc(nacs, sizeof(*acs));
+	unsigned int i, m;
+	int ret;
+
+	for (i = 0; i < nacs; i++) {
+		acs[i] = rdmashare_connect(rs, sa, 0);
+		if (acs[i] < 0) {
+			fprintf(stderr, "rs-stream: connect: %s\n", strerror(-acs[i]));
+			return 1;
+		}
+	}
+	for (m = 0; m < nmsgs; m++) {
+		memcpy(buf, &m, 4);
+		for (i = 0; i < nacs; i++) {
+			ret = rdmashare_send(rs, acs[i], buf, len);
+			if (ret) {
+				fprintf(stderr, "rs-stream: send: %s\n", strerror(-ret));
+				return 1;
+			}
+		}
+	}
+	ret = rdmashare_flush(rs, 0);
+	if (ret) {
+		fprintf(stderr, "rs-stream: %s\n", strerror(-ret));
+		return 1;
+	}
+	for (i = 0; i < nacs; i++)
+		rdmashare_close_ac(rs, acs[i]);
+	rdmashare_flush(rs, 0);
+	/* The CLOSEs are queued; closing the file sends what is left of them. */
+	rdmashare_close(rs);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int port = 7200, nacs = 1, procs = 1, nmsgs = 1000, i;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	const char *host = NULL;
+	int srv = 0, opt, status, bad = 0;
+	size_t len = 65536;
+	char svc[16];
+	double t0;
+
+	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:")) != -1) {
+		switch (opt) {
+		case 's': srv = 1; break;
+		case 'c': host = optarg; break;
+		case 'p': port = atoi(optarg); break;
+		case 'a': nacs = atoi(optarg); break;
+		case 'P': procs = atoi(optarg); break;
+		case 'l': len = strtoul(optarg, NULL, 0); break;
+		case 'n': nmsgs = atoi(optarg); break;
+		default:
+			goto usage;
+		}
+	}
+	if (!srv == !host || !nacs || !procs || nacs % procs || len < 4)
+		goto usage;
+	if (srv)
+		return server(port, nacs, len > (4 << 20) ? len : 4 << 20);
+
+	snprintf(svc, sizeof(svc), "%u", port);
+	if (getaddrinfo(host, svc, &hints, &ai)) {
+		fprintf(stderr, "rs-stream: cannot resolve %s\n", host);
+		return 1;
+	}
+	t0 = now();
+	for (i = 0; i < procs; i++) {
+		if (!fork())
+			_exit(client_proc(ai->ai_addr, nacs / procs, len, nmsgs));
+	}
+	for (i = 0; i < procs; i++)
+		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	t0 = now() - t0;
+	if (bad)
+		printf("rs-stream: FAILED after %.2f s (%u of %u processes)\n", t0, bad, procs);
+	else
+		printf("rs-stream: %u processes x %u ACs x %u messages x %zu bytes in %.2f s: %.1f MB/s\n",
+		       procs, nacs / procs, nmsgs, len, t0,
+		       (double)nacs * nmsgs * len / t0 / 1e6);
+	freeaddrinfo(ai);
+	return bad ? 1 : 0;
+usage:
+	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS\n"
+		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]\n");
+	return 2;
+}
