@@ -331,4 +331,45 @@ TEST(ops_on_wrong_acs)
 	rdmashare_close(b);
 }
 
+/*
+ * Receive slots run out: each AC sets credits_per_ac (4) slots aside, so a
+ * file with 4 slots holds one AC.  The connecting side gets ENOBUFS from its
+ * own file, or from the listener's (the peer REJECTs with ENOBUFS).
+ */
+TEST_F_TIMEOUT(data, slots_exhausted, 120)
+{
+	struct sockaddr_in sin = peer_addr(PORT + 7);
+	struct rdmashare *srv = rs_open_setup(1 << 20, 4);
+	struct rdmashare *big = rs_open_setup(1 << 20, 64);
+	struct rdmashare *small = rs_open_setup(1 << 20, 4);
+	int l, a, b;
+
+	ASSERT_NE(NULL, srv);
+	ASSERT_NE(NULL, big);
+	ASSERT_NE(NULL, small);
+	l = rdmashare_listen(srv, PORT + 7, 8);
+	ASSERT_LT(0, l);
+
+	/* This file's own slots: one AC, then none. */
+	a = rdmashare_connect(small, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, a);
+	EXPECT_EQ(-ENOBUFS, rdmashare_connect(small, (struct sockaddr *)&sin, 20000));
+	/* The listener's file is full too: its kernel refuses the next one. */
+	EXPECT_EQ(-ENOBUFS, rdmashare_connect(big, (struct sockaddr *)&sin, 20000));
+
+	/* Closing the first AC gives its slots back on both sides. */
+	ASSERT_LT(0, rdmashare_accept(srv, l, 20000));
+	ASSERT_EQ(0, rdmashare_close_ac(small, a));
+	b = -1;
+	for (int i = 0; i < 50 && b < 0; i++) {
+		b = rdmashare_connect(big, (struct sockaddr *)&sin, 20000);
+		if (b < 0)
+			usleep(100000);	/* the listener's side closes asynchronously */
+	}
+	EXPECT_LT(0, b);
+	rdmashare_close(small);
+	rdmashare_close(big);
+	rdmashare_close(srv);
+}
+
 TEST_HARNESS_MAIN
