@@ -68,7 +68,7 @@ for t in "${tests[@]}"; do
 	bin=$t
 	[ -x "$bin" ] || bin=$here/build/$t
 	echo "# selftest: $t"
-	timeout -k 5 "${RS_TEST_TIMEOUT:-300}" "$bin" >"$out" 2>&1
+	timeout -k 5 "${RS_TEST_TIMEOUT:-900}" "$bin" >"$out" 2>&1
 	rc=$?
 	cat "$out"
 	if ! count_totals "$out"; then

@@ -63,7 +63,7 @@ vm_stage() {
 		return
 	fi
 	bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$ko" \
-		--timeout 600 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
+		--timeout 1500 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
 	res=$(grep -E '^# rdmashare-results: ' "$log" | tail -n1)
 	if [ -z "$res" ]; then
 		bad "$name: the test runner did not finish, log: $log"
