@@ -133,6 +133,31 @@ TEST_F_TIMEOUT(data, echo_sizes, 240)
 	ac = rdmashare_connect(rs, (struct sockaddr *)&sin, 20000);
 	ASSERT_LT(0, ac) TH_LOG("connect: %s", strerror(-ac));
 
+	/* SENDs reaching outside the data area, or longer than 1 GiB: EINVAL. */
+	{
+		const struct { __u64 addr; __u32 len; } bad[] = {
+			{ 1ull << 40, 1 }, { 0, 0xffffffffu }, { ~0ull, 2 }, { 0, (1u << 30) + 1 },
+		};
+		struct rdmashare_cqe *cqe;
+		unsigned int k;
+
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			struct rdmashare_sqe *sqe = rdmashare_get_sqe(rs);
+
+			sqe->opcode = RDMASHARE_OP_SEND;
+			sqe->ac = ac;
+			sqe->addr = bad[k].addr;
+			sqe->len = bad[k].len;
+			sqe->user_data = k;
+		}
+		ASSERT_EQ(k, rdmashare_submit_and_wait(rs, k, 5000));
+		for (k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+			ASSERT_EQ(0, rdmashare_peek_cqe(rs, &cqe));
+			EXPECT_EQ(-EINVAL, cqe->res) TH_LOG("bad SEND %u", k);
+			rdmashare_cqe_seen(rs, cqe);
+		}
+	}
+
 	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		ssize_t n;
 
