@@ -107,7 +107,6 @@ struct rs_qp {
 	bool ping_pending;
 	struct list_head acs;
 	struct list_head peer_node;
-	unsigned long idle_since;
 };
 
 /**
@@ -163,7 +162,6 @@ struct rs_send {
  * @backlog: listener: accepted ACs not yet handed out (rs_ac.backlog_node)
  * @backlog_len: listener: length of @backlog
  * @backlog_max: listener: limit of @backlog
- * @peer_addr: the peer's address
  *
  * Send side, under @qp->lock: @se, @sendq, @send_credits, @tx_seq,
  * @peer_slot_size, @ctrl_pending, @ctrl_node, @credits_out (credits to
@@ -190,7 +188,6 @@ struct rs_ac {
 	struct list_head backlog_node;
 	u32 backlog_len;
 	u32 backlog_max;
-	struct rdmashare_addr peer_addr;
 
 	struct rs_sched_entity se;
 	struct list_head sendq;
