@@ -12,7 +12,8 @@
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
 #             kmemleak)
 #   vm-pair   two guests on one emulated link: rs-pingpong over IPv4 and
-#             IPv6, then the peer vanishes mid-transfer
+#             IPv6, then the peer powers off mid-transfer and boots again
+#   vm-pair-debug  the same with the debug kernel
 #
 # Each build stage counts as one test; each VM stage counts the tests it ran
 # plus one for the guest's verdict (clean kernel log, clean unload, no
@@ -31,8 +32,8 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 start=$(date +%s)
-stages=${RS_STAGES:-"build vm-6.1 vm-6.12 vm-debug vm-pair"}
-all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair"
+stages=${RS_STAGES:-"build vm-6.1 vm-6.12 vm-debug vm-pair vm-pair-debug"}
+all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair vm-pair-debug"
 
 want() { [[ " $stages " == *" $1 "* ]]; }
 
@@ -130,19 +131,23 @@ want vm-6.1 && vm_stage vm-6.1 6.1 "$B/6.1/kmod/rdmashare.ko"
 want vm-6.12 && vm_stage vm-6.12 6.12 "$B/6.12/kmod/rdmashare.ko"
 want vm-debug && vm_stage vm-debug debug "$B/debug/kmod/rdmashare.ko" \
 	--kunit "$B/debug/kmod/tests/rdmashare_kunit.ko"
-if want vm-pair; then
+# pair_stage NAME KERNEL MODULE: the two-guest tests.
+pair_stage() {
+	local name=$1 kernel=$2 module=$3 t0 st=$RS_TOP/selftests
 	t0=$(date +%s)
-	st=$RS_TOP/selftests
-	if bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$B/6.12/kmod/rdmashare.ko" \
-		--timeout 300 --peer "$st/pair_smoke.sh peer && $st/pair_peerloss.sh peer" \
+	if bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" \
+		--timeout 400 --peer "$st/pair_smoke.sh peer && $st/pair_peerloss.sh peer" \
+		--peer-reboot "$st/pair_peerloss.sh peer-again" \
 		-- "$st/pair_smoke.sh client && $st/pair_peerloss.sh client" \
-		>"$LOGS/vm-pair.log" 2>&1; then
-		ok "vm-pair: two guests: rs-pingpong over IPv4 and IPv6, peer loss ($(( $(date +%s) - t0 ))s)"
+		>"$LOGS/$name.log" 2>&1; then
+		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, peer power-off and reconnect ($(( $(date +%s) - t0 ))s)"
 	else
-		bad "vm-pair: two-guest smoke test, log: $LOGS/vm-pair.log"
-		grep -vE '^\[ +[0-9]+\.' "$LOGS/vm-pair.log" | tail -n 40 | sed 's/^/    /'
+		bad "$name: two $kernel guests, log: $LOGS/$name.log"
+		grep -vE '^\[ +[0-9]+\.' "$LOGS/$name.log" | tail -n 40 | sed 's/^/    /'
 	fi
-fi
+}
+want vm-pair && pair_stage vm-pair 6.12 "$B/6.12/kmod/rdmashare.ko"
+want vm-pair-debug && pair_stage vm-pair-debug debug "$B/debug/kmod/rdmashare.ko"
 
 if [ "$stages" != "$all_stages" ]; then
 	bad "partial run (RS_STAGES=$stages): not a full make check"

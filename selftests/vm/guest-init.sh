@@ -96,7 +96,8 @@ if [ -n "$RS_MODULE" ]; then
 	fi
 fi
 
-export RS_IP RS_IP6 RS_PEER_IP RS_PEER_IP6 RS_MODULE RS_KUNIT_DIR
+RS_WORK=$W
+export RS_IP RS_IP6 RS_PEER_IP RS_PEER_IP6 RS_MODULE RS_KUNIT_DIR RS_WORK
 cd "$RS_CWD" || cd /
 timeout -k 5 "$RS_CMD_TIMEOUT" bash $W/cmd </dev/null >$W/out.log 2>&1
 echo $? >$W/rc

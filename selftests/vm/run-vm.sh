@@ -14,6 +14,12 @@
 #   --peer CMD       two-guest mode: boot a second guest on the same emulated
 #                    link and run CMD there (the peer).  COMMAND runs on the
 #                    first guest; both must succeed.
+#   --peer-reboot CMD
+#                    the peer's CMD powers its guest off abruptly (it writes
+#                    the file $RS_WORK/poweroff first, then runs
+#                    "poweroff -f"); the peer then boots again, with the same
+#                    addresses, and runs this CMD.  Results of the second
+#                    boot are under the name b2.
 #   --timeout SEC    limit for the command (default 300); the VM gets 120 s
 #                    more for boot and shutdown
 #   --out DIR        keep the results in DIR (default: a temporary directory,
@@ -23,7 +29,8 @@
 # In the guest: the host root read-only at /, tmpfs on /tmp, /run, /root;
 # rxe0 on veth0 (one guest, address $RS_IP, loopback) or on eth0 (two guests,
 # $RS_IP and $RS_PEER_IP); the environment has RS_IP, RS_IP6, RS_PEER_IP,
-# RS_PEER_IP6, RS_MODULE.  The command runs in the current directory.
+# RS_PEER_IP6, RS_MODULE and RS_WORK (the guest's results directory).  The
+# command runs in the current directory.
 
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +39,7 @@ kernel=6.12
 module=$RS_TOP/kmod/rdmashare.ko
 module_args=
 peer_cmd=
+reboot_cmd=
 timeout=300
 out=
 quiet=0
@@ -45,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--no-module) module=; shift ;;
 	--module-args) module_args=$2; shift 2 ;;
 	--peer) peer_cmd=$2; shift 2 ;;
+	--peer-reboot) reboot_cmd=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--quiet) quiet=1; shift ;;
@@ -53,6 +62,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 [ $# -gt 0 ] || rs_die "run-vm.sh: no command given"
+[ -z "$reboot_cmd" ] || [ -n "$peer_cmd" ] || rs_die "run-vm.sh: --peer-reboot needs --peer"
 [ -z "$module" ] || [ -e "$module" ] || rs_die "no module at $module (run make)"
 case $module in
 "" | "$RS_TOP"/*) ;;
@@ -135,13 +145,16 @@ guests=(a)
 [ -z "$peer_cmd" ] || guests=(a b)
 if [ -z "$smp" ]; then
 	smp=2
-	[ ${#guests[@]} -eq 1 ] || smp=1
+	[ -z "$peer_cmd" ] || smp=1
 fi
 
 pids=()
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do
+		pkill -P "$p" 2>/dev/null || true
+		kill "$p" 2>/dev/null || true
+	done
 	[ "$keep" = 1 ] || rm -rf "$out"
 }
 trap cleanup EXIT
@@ -150,34 +163,34 @@ trap cleanup EXIT
 free_udp_port() {
 	python3 -c 'import socket; s=socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-if [ ${#guests[@]} -eq 2 ]; then
+if [ -n "$peer_cmd" ]; then
 	port_a=$(free_udp_port)
 	port_b=$(free_udp_port)
 fi
 
-start=$(date +%s)
-for g in "${guests[@]}"; do
-	w=$out/$g
+# boot_guest NAME ROLE CMD: one guest, in the foreground.  ROLE a or b picks
+# the addresses; NAME names its results directory.
+boot_guest() {
+	local name=$1 role=$2 cmd=$3 w=$out/$1 ip ip6 peer peer6 net lp rp mac
+	local netargs=(-nic none)
 	mkdir -p "$w"
 	chmod 0777 "$w"
-	if [ "$g" = a ]; then
-		printf '%s\n' "$*" >"$w/cmd"
+	printf '%s\n' "$cmd" >"$w/cmd"
+	if [ "$role" = a ]; then
 		ip=198.18.0.1 ip6=fd00:198:18::1 peer=198.18.0.2 peer6=fd00:198:18::2
 	else
-		printf '%s\n' "$peer_cmd" >"$w/cmd"
 		ip=198.18.0.2 ip6=fd00:198:18::2 peer=198.18.0.1 peer6=fd00:198:18::1
 	fi
 	net=veth
-	netargs=(-nic none)
-	if [ ${#guests[@]} -eq 2 ]; then
+	if [ -n "$peer_cmd" ]; then
 		net=eth
-		if [ "$g" = a ]; then lp=$port_a rp=$port_b; mac=52:54:00:18:00:01
+		if [ "$role" = a ]; then lp=$port_a rp=$port_b; mac=52:54:00:18:00:01
 		else lp=$port_b rp=$port_a; mac=52:54:00:18:00:02; fi
 		netargs=(-netdev "socket,id=n0,udp=127.0.0.1:$rp,localaddr=127.0.0.1:$lp"
 			-device "virtio-net-pci,netdev=n0,mac=$mac,romfile=")
 	fi
 	cat >"$w/job.env" <<-EOT
-		RS_HOSTNAME=rs-$g
+		RS_HOSTNAME=rs-$role
 		RS_NET=$net
 		RS_IP=$ip
 		RS_IP6=$ip6
@@ -197,21 +210,47 @@ for g in "${guests[@]}"; do
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$w,mount_tag=work,security_model=none" \
 		-virtfs "local,path=$RS_TOP,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
-		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1 &
+		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1
+}
+
+start=$(date +%s)
+boot_guest a a "$*" &
+pids+=($!)
+if [ -n "$peer_cmd" ]; then
+	if [ -n "$reboot_cmd" ]; then
+		guests=(a b b2)
+		{ boot_guest b b "$peer_cmd"; boot_guest b2 b "$reboot_cmd"; } &
+	else
+		boot_guest b b "$peer_cmd" &
+	fi
 	pids+=($!)
-done
+fi
 
 fail=0
-for i in "${!guests[@]}"; do
-	wait "${pids[$i]}" || true
+for p in "${pids[@]}"; do
+	wait "$p" || true
 done
 pids=()
 elapsed=$(( $(date +%s) - start ))
 
 # Verdict per guest.
+problems='BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Kernel panic|possible (circular|recursive) locking|inconsistent lock state|lock held when returning|suspicious RCU usage|INFO: task .* blocked|kmemleak: .* new suspected|unreferenced object|list_(add|del) corruption|ODEBUG:'
 report() {
 	local g=$1 w=$out/$1 rc why=
 	rc=$(cat "$w/rc" 2>/dev/null || echo none)
+	if [ "$g" = b ] && [ -n "$reboot_cmd" ]; then
+		# Powered off on purpose: no results but its console.
+		if [ ! -e "$w/poweroff" ]; then
+			why="the peer did not power off as --peer-reboot expects"
+		elif grep -qE "$problems" "$w/console.log"; then
+			why="kernel log shows a problem"
+		fi
+		if [ -n "$why" ]; then
+			echo "[rdmashare] vm $kernel guest $g: FAIL: $why" >&2
+			return 1
+		fi
+		return 0
+	fi
 	case $rc in
 	none) why="no result (guest crashed or timed out)" ;;
 	0) ;;
@@ -227,8 +266,7 @@ report() {
 		why="${why:+$why; }kmemleak reports leaks"
 	fi
 	if [ -e "$w/dmesg.log" ] &&
-		grep -qE 'BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Kernel panic|possible (circular|recursive) locking|inconsistent lock state|lock held when returning|suspicious RCU usage|INFO: task .* blocked|kmemleak: .* new suspected|unreferenced object|list_(add|del) corruption|ODEBUG:' \
-			"$w/dmesg.log"; then
+		grep -qE "$problems" "$w/dmesg.log"; then
 		why="${why:+$why; }kernel log shows a problem"
 	fi
 	if [ ! -e "$w/dmesg.log" ] && [ -z "$why" ]; then
