@@ -286,7 +286,7 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
 		list_del_init(&ac->ctrl_node);
 		ac->ctrl_pending = 0;
 		list_splice_init(&ac->sendq, &ops);
-		list_del_init(&ac->qp_node);
+		rs_qp_unpin_locked(ac->qp, ac);
 		spin_unlock_irq(&ac->qp->lock);
 	}
 	list_for_each_entry_safe(op, tmp, &ops, node)
@@ -337,6 +337,7 @@ static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 /* The QP went down under the AC (peer lost, device removed). */
 void rs_ac_qp_down(struct rs_ac *ac, int error)
 {
+	WRITE_ONCE(ac->qp_lost, true);
 	rs_ac_do_close(ac, error ?: -ECONNRESET, false);
 }
 
@@ -435,7 +436,7 @@ static bool rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 		return false;
 	}
 	ac->qp = qp;
-	list_add_tail(&ac->qp_node, &qp->acs);
+	rs_qp_pin_locked(qp, ac);
 	ac->credits_out = ac->rx_reserved;
 	rs_ac_ctrl(ac, ctrl);
 	spin_unlock_irq(&qp->lock);
@@ -443,25 +444,21 @@ static bool rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 	return true;
 }
 
-int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
+/*
+ * One attempt at a CONNECT.  *@retry says that the AC's QP went down before
+ * the peer answered, so that the peer never saw the AC or lost it with the
+ * QP (an idle peer may take its QP down as the CONNECT goes out): a new
+ * attempt builds a new QP.
+ */
+static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
+			      const struct sockaddr_storage *ss,
+			      unsigned long deadline, bool *retry)
 {
-	unsigned long deadline;
-	struct sockaddr_storage ss;
 	struct rs_peer *peer;
 	struct rs_qp *qp;
 	struct rs_ac *ac;
-	long timeout, left;
+	long left;
 	int ret;
-
-	if (c->flags || c->ac)
-		return -EINVAL;
-	ret = rs_addr_from_user(&c->peer, &ss);
-	if (ret)
-		return ret;
-	if (!rs_file_ready(rf))
-		return -EINVAL;
-	timeout = msecs_to_jiffies(c->timeout_ms ?: rs_connect_timeout_ms);
-	deadline = jiffies + timeout;
 
 	ac = rs_ac_alloc(rf, RS_AC_CONNECTING);
 	if (!ac)
@@ -481,20 +478,23 @@ int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
 		goto out_discard;
 
 	mutex_lock(&rs_peers_lock);
-	peer = rs_peer_get((struct sockaddr *)&ss);
+	peer = rs_peer_get((struct sockaddr *)ss);
 	mutex_unlock(&rs_peers_lock);
 	ret = -ENOMEM;
 	if (!peer)
 		goto out_discard;
-	qp = rs_qp_get_up(peer, timeout, &ret);
+	qp = rs_qp_get_up(peer, max_t(long, deadline - jiffies, 1), &ret);
 	rs_peer_put(peer);
 	if (!qp)
 		goto out_discard;
 	if (!rs_ac_pin(ac, qp, RS_CTRL_CONNECT)) {
+		rs_qp_unwait(qp);
 		rs_qp_put(qp);
 		ret = -ECONNRESET;
+		*retry = true;
 		goto out_discard;
 	}
+	rs_qp_unwait(qp);
 
 	left = wait_event_interruptible_timeout(ac->wait,
 						READ_ONCE(ac->state) != RS_AC_CONNECTING,
@@ -507,6 +507,7 @@ int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
 	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
 	if (!rs_ac_do_close(ac, ret, true))
 		ret = ac->error;
+	*retry = READ_ONCE(ac->qp_lost);
 	rs_ac_del_from_file(ac);
 	rs_ac_put(ac);
 	return ret;
@@ -518,11 +519,30 @@ out_put:
 	return ret;
 }
 
-/*
- * The oldest AC in listener @l's backlog, with the backlog's reference;
- * *@closed tells whether it closed while waiting, decided under the same
- * lock as rs_ac_do_close().
- */
+int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
+{
+	struct sockaddr_storage ss;
+	unsigned long deadline;
+	bool retry = false;
+	int ret;
+
+	if (c->flags || c->ac)
+		return -EINVAL;
+	ret = rs_addr_from_user(&c->peer, &ss);
+	if (ret)
+		return ret;
+	if (!rs_file_ready(rf))
+		return -EINVAL;
+	deadline = jiffies + msecs_to_jiffies(c->timeout_ms ?: rs_connect_timeout_ms);
+
+	ret = rs_ac_connect_once(rf, c, &ss, deadline, &retry);
+	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {
+		retry = false;
+		ret = rs_ac_connect_once(rf, c, &ss, deadline, &retry);
+	}
+	return ret;
+}
+
 static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed)
 {
 	struct rs_ac *ac;

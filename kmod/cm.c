@@ -4,9 +4,12 @@
  *
  * The module listens on one rdma_cm port (module parameter "cm_port") on
  * every address.  The first AC towards a peer creates an active QP
- * (resolve address, resolve route, connect); later ACs reuse the peer's QPs.
- * A CONNECT_REQUEST from a peer creates a passive QP.  All QPs of a device
- * share its SRQ and receive CQ; each has its own send CQ from the CQ pool.
+ * (resolve address, resolve route, connect); later ACs reuse the peer's QPs,
+ * up to rs_qps_per_peer of them, each AC on the least loaded one.  A
+ * CONNECT_REQUEST from a peer creates a passive QP, which this host's ACs
+ * use as well.  All QPs of a device share its SRQ; each has its own CQ from
+ * the CQ pool.  A QP that has had no AC for rs_idle_timeout_ms is
+ * disconnected.
  *
  * Teardown order (rs_qp_down_work): mark the QP down, disconnect, fail
  * every pinned AC, unlist it from the peer and the device, drain the send
@@ -92,6 +95,73 @@ static void rs_qp_keepalive(struct work_struct *work)
 	queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(rs_keepalive_ms));
 }
 
+/* Called with the QP's lock held, when it may have become idle. */
+static void rs_qp_arm_idle(struct rs_qp *qp)
+{
+	unsigned int ms = READ_ONCE(rs_idle_timeout_ms);
+
+	lockdep_assert_held(&qp->lock);
+	if (ms && qp->state == RS_QP_UP && !qp->nr_acs)
+		mod_delayed_work(rs_wq, &qp->idle_work, msecs_to_jiffies(ms));
+}
+
+/*
+ * The idle timer: a QP without ACs and without CONNECTs waiting for it goes
+ * down.  rs_peers_lock keeps new CONNECTs from choosing it meanwhile.  A
+ * peer's CONNECT already on the wire fails with the QP; the peer's
+ * rs_ac_connect() then tries once more on a new QP.
+ */
+static void rs_qp_idle(struct work_struct *work)
+{
+	struct rs_qp *qp = container_of(to_delayed_work(work), struct rs_qp, idle_work);
+	bool idle;
+
+	mutex_lock(&rs_peers_lock);
+	spin_lock_irq(&qp->lock);
+	idle = qp->state == RS_QP_UP && !qp->nr_acs && !atomic_read(&qp->nr_waiters) &&
+	       READ_ONCE(rs_idle_timeout_ms);
+	spin_unlock_irq(&qp->lock);
+	if (idle)
+		rs_qp_down(qp, -ETIMEDOUT);
+	mutex_unlock(&rs_peers_lock);
+}
+
+/* Called with rs_peers_lock held: rs_idle_timeout_ms changed. */
+void rs_qp_idle_changed(struct rs_qp *qp)
+{
+	spin_lock_irq(&qp->lock);
+	if (READ_ONCE(rs_idle_timeout_ms))
+		rs_qp_arm_idle(qp);
+	else
+		cancel_delayed_work(&qp->idle_work);
+	spin_unlock_irq(&qp->lock);
+}
+
+/* Called with the QP's lock held: @ac uses @qp from now on. */
+void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac)
+{
+	lockdep_assert_held(&qp->lock);
+	list_add_tail(&ac->qp_node, &qp->acs);
+	qp->nr_acs++;
+}
+
+/* Called with the QP's lock held: @ac, if pinned, no longer uses @qp. */
+void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac)
+{
+	lockdep_assert_held(&qp->lock);
+	if (list_empty(&ac->qp_node))
+		return;
+	list_del_init(&ac->qp_node);
+	qp->nr_acs--;
+	rs_qp_arm_idle(qp);
+}
+
+/* The CONNECT that rs_qp_get_up() returned @qp to has pinned its AC, or failed. */
+void rs_qp_unwait(struct rs_qp *qp)
+{
+	atomic_dec(&qp->nr_waiters);
+}
+
 static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 {
 	struct rs_qp *qp;
@@ -113,6 +183,8 @@ static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 	INIT_WORK(&qp->send_work, rs_sender_work);
 	INIT_WORK(&qp->down_work, rs_qp_down_work);
 	INIT_DELAYED_WORK(&qp->keepalive, rs_qp_keepalive);
+	INIT_DELAYED_WORK(&qp->idle_work, rs_qp_idle);
+	atomic_set(&qp->nr_waiters, 0);
 	return qp;
 }
 
@@ -224,7 +296,7 @@ static void rs_qp_down_work(struct work_struct *work)
 	/* Fail every pinned AC; each drops its reference to the QP. */
 	spin_lock_irq(&qp->lock);
 	while ((ac = list_first_entry_or_null(&qp->acs, struct rs_ac, qp_node))) {
-		list_del_init(&ac->qp_node);
+		rs_qp_unpin_locked(qp, ac);
 		kref_get(&ac->ref);
 		spin_unlock_irq(&qp->lock);
 		rs_ac_qp_down(ac, qp->error);
@@ -245,6 +317,7 @@ static void rs_qp_down_work(struct work_struct *work)
 	if (qp->qp)
 		ib_drain_sq(qp->qp);
 	cancel_delayed_work_sync(&qp->keepalive);
+	cancel_delayed_work_sync(&qp->idle_work);
 	cancel_work_sync(&qp->send_work);
 
 	if (qp->qp) {
@@ -294,6 +367,8 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto reject;
 	}
 	qp->cm_id = id;
+	qp->loop = rs_addr_equal((struct sockaddr *)&id->route.addr.src_addr,
+				 (struct sockaddr *)&id->route.addr.dst_addr);
 	id->context = qp;
 	ret = rs_qp_create_ib(qp);
 	if (ret)
@@ -358,6 +433,7 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		spin_lock_irq(&qp->lock);
 		if (qp->state == RS_QP_CONNECTING)
 			qp->state = RS_QP_UP;
+		rs_qp_arm_idle(qp);
 		spin_unlock_irq(&qp->lock);
 		wake_up_all(&qp->wait);
 		rs_qp_kick(qp);
@@ -388,29 +464,54 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 }
 
 /*
+ * Called with rs_peers_lock held: the QP of @peer a new AC should use, or
+ * NULL when a new one should be connected.  Up to rs_qps_per_peer QPs (up,
+ * or being connected by this host) carry the ACs; each new AC goes to the
+ * least loaded, counting the CONNECTs that wait for a QP.
+ */
+static struct rs_qp *rs_qp_choose(struct rs_peer *peer)
+{
+	unsigned int want = READ_ONCE(rs_qps_per_peer), n = 0;
+	u32 load, best_load = U32_MAX;
+	struct rs_qp *qp, *best = NULL;
+	enum rs_qp_state state;
+
+	lockdep_assert_held(&rs_peers_lock);
+	list_for_each_entry(qp, &peer->qps, peer_node) {
+		state = READ_ONCE(qp->state);
+		if (state == RS_QP_DOWN || qp->loop ||
+		    (state == RS_QP_CONNECTING && !qp->active))
+			continue;
+		n++;
+		load = READ_ONCE(qp->nr_acs) + atomic_read(&qp->nr_waiters);
+		if (load < best_load || (load == best_load && state == RS_QP_UP)) {
+			best = qp;
+			best_load = load;
+		}
+	}
+	if (n < want && best_load)
+		return NULL;
+	return best;
+}
+
+/*
  * A QP to @peer that is up, connecting one if needed, waiting at most
- * @timeout jiffies.  Returns it with a reference, or NULL and *@err.
+ * @timeout jiffies.  Returns it with a reference, counted as a waiter
+ * until the caller calls rs_qp_unwait(); or NULL and *@err.
  */
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 {
 	struct sockaddr_storage dst;
-	struct rs_qp *qp, *found = NULL;
+	struct rs_qp *qp;
 	long left;
 	int ret;
 
 	mutex_lock(&rs_peers_lock);
-	list_for_each_entry(qp, &peer->qps, peer_node) {
-		if (qp->state == RS_QP_UP ||
-		    (qp->state == RS_QP_CONNECTING && qp->active)) {
-			found = qp;
-			if (qp->state == RS_QP_UP)
-				break;
-		}
-	}
-	if (found) {
-		kref_get(&found->ref);
+	qp = rs_qp_choose(peer);
+	if (qp) {
+		kref_get(&qp->ref);
+		atomic_inc(&qp->nr_waiters);
 		mutex_unlock(&rs_peers_lock);
-		qp = found;
 		goto wait;
 	}
 
@@ -427,6 +528,7 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 		goto out_unlock;
 	}
 	kref_get(&qp->ref);		/* the peer list's; the first is ours */
+	atomic_inc(&qp->nr_waiters);
 	list_add_tail(&qp->peer_node, &peer->qps);
 	mutex_unlock(&rs_peers_lock);
 
@@ -456,6 +558,7 @@ wait:
 	} else {
 		*err = qp->error ?: -ECONNRESET;
 	}
+	rs_qp_unwait(qp);
 	rs_qp_put(qp);
 	return NULL;
 

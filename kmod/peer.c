@@ -13,7 +13,8 @@
 DEFINE_MUTEX(rs_peers_lock);
 static LIST_HEAD(rs_peers);
 
-static bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
+/* Same address, whatever the ports. */
+bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
 {
 	if (a->sa_family != b->sa_family)
 		return false;
@@ -59,6 +60,19 @@ static void rs_peer_release(struct kref *ref)
 void rs_peer_put(struct rs_peer *peer)
 {
 	kref_put_mutex(&peer->ref, rs_peer_release, &rs_peers_lock);
+}
+
+/* rs_idle_timeout_ms changed: restart the idle timers with the new value. */
+void rs_peers_idle_changed(void)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+
+	mutex_lock(&rs_peers_lock);
+	list_for_each_entry(peer, &rs_peers, node)
+		list_for_each_entry(qp, &peer->qps, peer_node)
+			rs_qp_idle_changed(qp);
+	mutex_unlock(&rs_peers_lock);
 }
 
 /* Take down every QP (on @rdev, or everywhere when NULL). */

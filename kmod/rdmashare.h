@@ -169,6 +169,13 @@ extern unsigned int rs_connect_timeout_ms;
 extern unsigned int rs_max_acs_per_file;
 int rs_params_check(void);
 
+/* tunables.c: runtime tunables in sysfs */
+#define RS_QPS_PER_PEER_MAX	16
+extern unsigned int rs_qps_per_peer;
+extern unsigned int rs_idle_timeout_ms;
+extern const struct attribute_group rs_tunables_group;
+void rs_peers_idle_changed(void);	/* peer.c */
+
 /* rings.c: the per-file rings and data area */
 void rs_rings_init(struct rs_file *rf);
 void rs_rings_free(struct rs_file *rf);

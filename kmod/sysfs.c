@@ -3,6 +3,7 @@
  * rdmashare: sysfs.
  *
  *   /sys/class/misc/rdmashare/abi_version
+ *   /sys/class/misc/rdmashare/<tunable> (tunables.c)
  *   /sys/class/misc/rdmashare/devices/<ibdev>/{name,num_ports}
  *
  * Documented in Documentation/ABI/testing/sysfs-class-misc-rdmashare.
@@ -35,6 +36,7 @@ static const struct attribute_group rs_misc_group = {
 
 const struct attribute_group *rs_misc_groups[] = {
 	&rs_misc_group,
+	&rs_tunables_group,
 	NULL,
 };
 

@@ -64,6 +64,9 @@ enum rs_qp_state {
  * @send_cq: sends and receives, from the device's CQ pool
  * @cq_size: entries taken from the pool
  * @active: this host initiated the connection
+ * @loop: passive end of a connection from this host to itself: it carries
+ *	only the accepting ends of ACs, so that a host that talks to itself
+ *	has rs_qps_per_peer QPs each way, as two hosts would
  * @state: RS_QP_*, under @lock; waiters on @wait
  * @error: why the QP went down
  * @wait: woken on state changes
@@ -77,7 +80,11 @@ enum rs_qp_state {
  *	waits for credits and nothing else is in flight
  * @ping_pending: a probe is to be sent
  * @down_work: fails the pinned ACs and tears the QP down
+ * @idle_work: takes the QP down once it had no AC for rs_idle_timeout_ms
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
+ * @nr_acs: length of @acs
+ * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
+ *	yet; changed under rs_peers_lock or by the waiter that holds one
  * @peer_node: in rs_peer.qps
  */
 struct rs_qp {
@@ -90,6 +97,7 @@ struct rs_qp {
 	u32 cq_size;
 	u32 send_depth;
 	bool active;
+	bool loop;
 	enum rs_qp_state state;
 	int error;
 	wait_queue_head_t wait;
@@ -105,7 +113,10 @@ struct rs_qp {
 	struct work_struct down_work;
 	struct delayed_work keepalive;
 	bool ping_pending;
+	struct delayed_work idle_work;
 	struct list_head acs;
+	u32 nr_acs;
+	atomic_t nr_waiters;
 	struct list_head peer_node;
 };
 
@@ -162,6 +173,7 @@ struct rs_send {
  * @backlog: listener: accepted ACs not yet handed out (rs_ac.backlog_node)
  * @backlog_len: listener: length of @backlog
  * @backlog_max: listener: limit of @backlog
+ * @qp_lost: the AC closed because its QP went down
  *
  * Send side, under @qp->lock: @se, @sendq, @send_credits, @tx_seq,
  * @peer_slot_size, @ctrl_pending, @ctrl_node, @credits_out (credits to
@@ -200,6 +212,7 @@ struct rs_ac {
 	bool close_queued;
 	bool close_sent;
 	bool peer_closed;
+	bool qp_lost;
 
 	u32 rx_reserved;
 	bool rx_done;
@@ -240,12 +253,17 @@ void rs_cm_exit(void);
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
 void rs_qp_put(struct rs_qp *qp);
 void rs_qp_down(struct rs_qp *qp, int error);
+void rs_qp_unwait(struct rs_qp *qp);
+void rs_qp_idle_changed(struct rs_qp *qp);
+void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac);
+void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);
 void rs_qps_down_device(struct rs_device *rdev);
 
 /* peer.c */
 struct rs_peer *rs_peer_get(const struct sockaddr *addr);
 void rs_peer_put(struct rs_peer *peer);
 void rs_peers_down(struct rs_device *rdev);
+bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 extern struct mutex rs_peers_lock;
 
 /* sender.c */

@@ -81,6 +81,43 @@ static inline int rs_sh(const char *fmt, ...)
 	return WEXITSTATUS(ret);
 }
 
+/*
+ * rdmashare's QPs on this host, from the rdma tool: its connected cm_ids
+ * (rdma_create_qp() tags the QPs themselves as rdma_cm's).
+ */
+static inline int count_rdmashare_qps(void)
+{
+	char line[512];
+	FILE *f;
+	int n = 0;
+
+	f = popen("rdma resource show cm_id 2>/dev/null", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "[rdmashare]") && strstr(line, " lqpn ") &&
+		    strstr(line, "qp-type RC"))
+			n++;
+	pclose(f);
+	return n;
+}
+
+/* Write a string to a sysfs file in one write(); 0 or -errno. */
+static inline int rs_write_file(const char *path, const char *s)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n < 0 ? (int)n : 0;
+}
+
 /* A /dev/rdmashare handle set up with the given data area and slots. */
 static inline struct rdmashare *rs_open_setup(size_t data, unsigned int slots)
 {

@@ -199,27 +199,6 @@ static int wait_all(pid_t *pids, int n, int *codes)
 	return bad;
 }
 
-/*
- * rdmashare's QPs on this host, from the rdma tool: its connected cm_ids
- * (rdma_create_qp() tags the QPs themselves as rdma_cm's).
- */
-static int count_rdmashare_qps(void)
-{
-	char line[512];
-	FILE *f;
-	int n = 0;
-
-	f = popen("rdma resource show cm_id 2>/dev/null", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[rdmashare]") && strstr(line, " lqpn ") &&
-		    strstr(line, "qp-type RC"))
-			n++;
-	pclose(f);
-	return n;
-}
-
 FIXTURE(traffic) {
 	int unused;
 };

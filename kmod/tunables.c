@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: runtime tunables, one value per file in
+ * /sys/class/misc/rdmashare/ (Documentation/ABI/testing/
+ * sysfs-class-misc-rdmashare).  Root writes them; a write that is not a
+ * number in the tunable's range fails with -EINVAL and changes nothing.
+ * Readers use READ_ONCE(): a value may change at any time, and each user
+ * says when a change takes effect.
+ */
+#include <linux/device.h>
+#include <linux/kernel.h>
+#include <linux/sysfs.h>
+
+#include "rdmashare.h"
+
+/* Shared QPs to open to each peer. */
+unsigned int rs_qps_per_peer = 1;
+/* A QP without ACs for this long is disconnected, ms; 0: never. */
+unsigned int rs_idle_timeout_ms = 60000;
+
+struct rs_tunable {
+	struct device_attribute attr;
+	unsigned int *val;
+	unsigned int min;
+	unsigned int max;
+	void (*changed)(void);
+};
+
+#define to_rs_tunable(a) container_of(a, struct rs_tunable, attr)
+
+static ssize_t rs_tunable_show(struct device *dev, struct device_attribute *attr,
+			       char *buf)
+{
+	return sysfs_emit(buf, "%u\n", READ_ONCE(*to_rs_tunable(attr)->val));
+}
+
+static ssize_t rs_tunable_store(struct device *dev, struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	struct rs_tunable *t = to_rs_tunable(attr);
+	unsigned int v;
+
+	/* kstrtouint() takes one trailing newline and nothing else. */
+	if (kstrtouint(buf, 0, &v) || v < t->min || v > t->max)
+		return -EINVAL;
+	WRITE_ONCE(*t->val, v);
+	if (t->changed)
+		t->changed();
+	return count;
+}
+
+#define RS_TUNABLE(_name, _var, _min, _max, _changed)			\
+	static struct rs_tunable rs_tunable_##_name = {			\
+		.attr = __ATTR(_name, 0644, rs_tunable_show,		\
+			       rs_tunable_store),			\
+		.val = &(_var),						\
+		.min = (_min),						\
+		.max = (_max),						\
+		.changed = (_changed),					\
+	}
+
+/* Applies to ACs connected after the write. */
+RS_TUNABLE(qps_per_peer, rs_qps_per_peer, 1, RS_QPS_PER_PEER_MAX, NULL);
+/* Applies at once: every idle QP's timer restarts with the new value. */
+RS_TUNABLE(idle_timeout_ms, rs_idle_timeout_ms, 0, 24 * 3600 * 1000, rs_peers_idle_changed);
+
+static struct attribute *rs_tunable_attrs[] = {
+	&rs_tunable_qps_per_peer.attr.attr,
+	&rs_tunable_idle_timeout_ms.attr.attr,
+	NULL,
+};
+
+const struct attribute_group rs_tunables_group = {
+	.attrs = rs_tunable_attrs,
+};

@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Peer transports and their tunables, on one host (Soft-RoCE loopback to
+ * the guest's own address, RS_IP):
+ *  - tunable_bad_writes: qps_per_peer and idle_timeout_ms refuse values out
+ *    of range, garbage, an empty line and over-long writes with EINVAL
+ *    (E2BIG past a page) and keep their value;
+ *  - tunable_unprivileged: a user other than root reads them but cannot
+ *    write them;
+ *  - idle_peer: with idle_timeout_ms 0 an idle transport stays; a new
+ *    timeout applies at once and takes it down; a later connect builds a
+ *    new one;
+ *  - qps_per_peer: with 3, nine ACs to the host itself ride 3 QPs (plus
+ *    their 3 accepting ends), each AC carries its data; lowering it to 1
+ *    adds no QP.
+ */
+#include <arpa/inet.h>
+#include <time.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		7400
+#define QPS_PATH	RS_SYSFS "/qps_per_peer"
+#define IDLE_PATH	RS_SYSFS "/idle_timeout_ms"
+
+static struct sockaddr_in addr_of(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wait up to @secs for the host's rdmashare QPs to number @n. */
+static int wait_qps(int n, double secs)
+{
+	double end = now() + secs;
+	int qps;
+
+	for (;;) {
+		qps = count_rdmashare_qps();
+		if (qps == n || now() > end)
+			return qps;
+		usleep(100000);
+	}
+}
+
+/* Connect an AC to this host and accept it: *@c and *@s are its two ends. */
+static int pair(struct rdmashare *rs, int l, int *c, int *s)
+{
+	struct sockaddr_in sin = addr_of(PORT);
+
+	*c = rdmashare_connect(rs, (struct sockaddr *)&sin, 20000);
+	if (*c < 0)
+		return *c;
+	*s = rdmashare_accept(rs, l, 20000);
+	return *s < 0 ? *s : 0;
+}
+
+/* One message from @from to @to, checked. */
+static int one_message(struct rdmashare *rs, int from, int to, unsigned int seed)
+{
+	char out[600], in[600];
+	ssize_t n;
+
+	memset(out, 'a' + seed % 26, sizeof(out));
+	snprintf(out, sizeof(out), "message %u", seed);
+	if (rdmashare_send(rs, from, out, sizeof(out)))
+		return -1;
+	n = rdmashare_recv(rs, to, in, sizeof(in), 20000);
+	if (n != sizeof(out) || memcmp(in, out, sizeof(out)))
+		return -2;
+	return 0;
+}
+
+/* Close both ends and wait until the close went through. */
+static int unpair(struct rdmashare *rs, int c, int s)
+{
+	char b[8];
+
+	if (rdmashare_close_ac(rs, c))
+		return -1;
+	if (rdmashare_recv(rs, s, b, sizeof(b), 20000) != -EPIPE)
+		return -2;
+	return rdmashare_close_ac(rs, s);
+}
+
+FIXTURE(tun) {
+	char qps[32];
+	char idle[32];
+};
+
+FIXTURE_SETUP(tun)
+{
+	ASSERT_EQ(0, rs_read_file(QPS_PATH, self->qps, sizeof(self->qps)));
+	ASSERT_EQ(0, rs_read_file(IDLE_PATH, self->idle, sizeof(self->idle)));
+}
+
+FIXTURE_TEARDOWN(tun)
+{
+	rs_write_file(QPS_PATH, self->qps);
+	rs_write_file(IDLE_PATH, self->idle);
+}
+
+TEST_F(tun, tunable_bad_writes)
+{
+	static const char *const bad_qps[] = {
+		"0", "17", "-1", "abc", "\n", "2 2", "2x", "0x", "1.0",
+		"99999999999999999999", " 2",
+	};
+	static const char *const bad_idle[] = {
+		"-1", "abc", "\n", "86400001", "1.5", "1e3", "5000ms",
+		"18446744073709551616",
+	};
+	char v[32], *longv;
+	unsigned int i;
+	int ret;
+
+	EXPECT_STREQ("1", self->qps);
+	EXPECT_STREQ("60000", self->idle);
+
+	for (i = 0; i < sizeof(bad_qps) / sizeof(bad_qps[0]); i++) {
+		EXPECT_EQ(-EINVAL, rs_write_file(QPS_PATH, bad_qps[i]))
+			TH_LOG("qps_per_peer <- '%s'", bad_qps[i]);
+		ASSERT_EQ(0, rs_read_file(QPS_PATH, v, sizeof(v)));
+		EXPECT_STREQ(self->qps, v);
+	}
+	for (i = 0; i < sizeof(bad_idle) / sizeof(bad_idle[0]); i++) {
+		EXPECT_EQ(-EINVAL, rs_write_file(IDLE_PATH, bad_idle[i]))
+			TH_LOG("idle_timeout_ms <- '%s'", bad_idle[i]);
+		ASSERT_EQ(0, rs_read_file(IDLE_PATH, v, sizeof(v)));
+		EXPECT_STREQ(self->idle, v);
+	}
+
+	/* An empty write(2) reaches no attribute: nothing changes. */
+	EXPECT_EQ(0, rs_write_file(QPS_PATH, ""));
+	ASSERT_EQ(0, rs_read_file(QPS_PATH, v, sizeof(v)));
+	EXPECT_STREQ(self->qps, v);
+
+	/* Too long: a run of digits inside a page, and past a page. */
+	longv = malloc(5001);
+	ASSERT_NE(NULL, longv);
+	memset(longv, '1', 4000);
+	longv[4000] = '\0';
+	EXPECT_EQ(-EINVAL, rs_write_file(QPS_PATH, longv));
+	memset(longv, '1', 5000);
+	longv[5000] = '\0';
+	ret = rs_write_file(IDLE_PATH, longv);
+	EXPECT_TRUE(ret == -E2BIG || ret == -EINVAL) TH_LOG("%d", ret);
+	free(longv);
+	ASSERT_EQ(0, rs_read_file(QPS_PATH, v, sizeof(v)));
+	EXPECT_STREQ(self->qps, v);
+	ASSERT_EQ(0, rs_read_file(IDLE_PATH, v, sizeof(v)));
+	EXPECT_STREQ(self->idle, v);
+
+	/* The edges of the ranges are good values. */
+	EXPECT_EQ(0, rs_write_file(QPS_PATH, "16\n"));
+	ASSERT_EQ(0, rs_read_file(QPS_PATH, v, sizeof(v)));
+	EXPECT_STREQ("16", v);
+	EXPECT_EQ(0, rs_write_file(QPS_PATH, "1"));
+	EXPECT_EQ(0, rs_write_file(IDLE_PATH, "86400000"));
+	EXPECT_EQ(0, rs_write_file(IDLE_PATH, "0"));
+	ASSERT_EQ(0, rs_read_file(IDLE_PATH, v, sizeof(v)));
+	EXPECT_STREQ("0", v);
+}
+
+TEST_F(tun, tunable_unprivileged)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char v[32];
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		if (rs_read_file(QPS_PATH, v, sizeof(v)))
+			_exit(11);
+		if (rs_write_file(QPS_PATH, "2") != -EACCES)
+			_exit(12);
+		if (rs_write_file(IDLE_PATH, "0") != -EACCES)
+			_exit(13);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+TEST_F_TIMEOUT(tun, idle_peer, 240)
+{
+	struct rdmashare *rs;
+	int l, c, s, qps;
+	double t0;
+
+	/* Transports left by earlier tests go first. */
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
+	ASSERT_EQ(0, wait_qps(0, 30));
+
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
+	rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT, 16);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, pair(rs, l, &c, &s));
+	ASSERT_EQ(0, one_message(rs, c, s, 1));
+	ASSERT_EQ(0, unpair(rs, c, s));
+	ASSERT_EQ(2, count_rdmashare_qps());
+
+	/* idle_timeout_ms 0: the idle transport stays. */
+	sleep(2);
+	EXPECT_EQ(2, count_rdmashare_qps());
+
+	/* A new timeout applies at once. */
+	t0 = now();
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "500"));
+	qps = wait_qps(0, 30);
+	ASSERT_EQ(0, qps);
+	TH_LOG("idle transport gone %.1f s after the 500 ms timeout was set", now() - t0);
+
+	/* A later connect builds a new transport. */
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
+	ASSERT_EQ(0, pair(rs, l, &c, &s));
+	ASSERT_EQ(0, one_message(rs, c, s, 2));
+	ASSERT_EQ(0, one_message(rs, s, c, 3));
+	EXPECT_EQ(2, count_rdmashare_qps());
+
+	/* Not while an AC uses it, whatever the timeout. */
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "100"));
+	sleep(2);
+	EXPECT_EQ(2, count_rdmashare_qps());
+	ASSERT_EQ(0, one_message(rs, c, s, 4));
+	ASSERT_EQ(0, unpair(rs, c, s));
+	EXPECT_EQ(0, wait_qps(0, 30));
+	rdmashare_close(rs);
+}
+
+TEST_F_TIMEOUT(tun, qps_per_peer, 300)
+{
+	int l, c[10], s[10], i, qps;
+	struct rdmashare *rs;
+
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
+	ASSERT_EQ(0, wait_qps(0, 30));
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
+	ASSERT_EQ(0, rs_write_file(QPS_PATH, "3"));
+
+	rs = rs_open_setup(4 << 20, 256);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT, 16);
+	ASSERT_LE(0, l);
+	for (i = 0; i < 9; i++)
+		ASSERT_EQ(0, pair(rs, l, &c[i], &s[i])) TH_LOG("AC %d", i);
+	/* Three QPs this way and their three accepting ends. */
+	qps = count_rdmashare_qps();
+	EXPECT_EQ(6, qps);
+	for (i = 0; i < 9; i++) {
+		ASSERT_EQ(0, one_message(rs, c[i], s[i], 10 + i));
+		ASSERT_EQ(0, one_message(rs, s[i], c[i], 20 + i));
+	}
+
+	/* Fewer QPs wanted: the new AC takes one of those there. */
+	ASSERT_EQ(0, rs_write_file(QPS_PATH, "1"));
+	ASSERT_EQ(0, pair(rs, l, &c[9], &s[9]));
+	ASSERT_EQ(0, one_message(rs, c[9], s[9], 30));
+	EXPECT_EQ(6, count_rdmashare_qps());
+
+	for (i = 0; i < 10; i++)
+		ASSERT_EQ(0, unpair(rs, c[i], s[i]));
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
+	EXPECT_EQ(0, wait_qps(0, 30));
+	rdmashare_close(rs);
+}
+
+TEST_HARNESS_MAIN
