@@ -118,7 +118,7 @@ static int rs_ac_add_to_file(struct rs_file *rf, struct rs_ac *ac)
 	mutex_lock(&rf->ac_lock);
 	if (rf->closing) {
 		ret = -EBADF;
-	} else if (rf->nr_acs >= rs_max_acs_per_file) {
+	} else if (rf->nr_acs >= READ_ONCE(rs_max_acs_per_file)) {
 		ret = -EMFILE;
 	} else {
 		ret = xa_alloc(&rf->acs, &ac->fid, ac, xa_limit_31b, GFP_KERNEL);
@@ -136,8 +136,12 @@ static void rs_ac_del_from_file(struct rs_ac *ac)
 	struct rs_file *rf = ac->rf;
 	bool found;
 
+	/*
+	 * Only if it is there: an AC that never got an id has fid 0, which
+	 * may be another AC's.
+	 */
 	mutex_lock(&rf->ac_lock);
-	found = xa_erase(&rf->acs, ac->fid) == ac;
+	found = xa_cmpxchg(&rf->acs, ac->fid, ac, NULL, 0) == ac;
 	if (found)
 		rf->nr_acs--;
 	mutex_unlock(&rf->ac_lock);
@@ -855,7 +859,11 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 		goto out_discard;
 	}
 	mutex_unlock(&rf->ac_lock);
-	if (rs_ac_add_to_file(rf, ac) || rs_ac_add_conn(ac))
+	if (rs_ac_add_to_file(rf, ac)) {
+		error = ECONNREFUSED;	/* the file is full, like its backlog */
+		goto out_discard;
+	}
+	if (rs_ac_add_conn(ac))
 		goto out_discard;
 	kref_get(&qp->ref);
 	if (!rs_ac_pin(ac, qp, RS_CTRL_ACCEPT)) {

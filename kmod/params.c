@@ -65,10 +65,6 @@ unsigned int rs_connect_timeout_ms = 10000;
 module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(connect_timeout_ms, "Default CONNECT timeout, ms (10000)");
 
-unsigned int rs_max_acs_per_file = 65536;
-module_param_named(max_acs_per_file, rs_max_acs_per_file, uint, 0444);
-MODULE_PARM_DESC(max_acs_per_file, "Most ACs one file may hold (65536)");
-
 int rs_params_check(void)
 {
 	/* The CQ may be twice the SQ and must still be a valid ring. */
@@ -104,7 +100,7 @@ int rs_params_check(void)
 	    !rs_credits_per_ac || rs_credits_per_ac > RS_PROTO_MAX_CREDITS ||
 	    !rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
 	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max ||
-	    !rs_backlog_max || !rs_connect_timeout_ms || !rs_max_acs_per_file) {
+	    !rs_backlog_max || !rs_connect_timeout_ms) {
 		pr_err("a queue size, credit, slot, backlog or timeout parameter is out of range\n");
 		return -EINVAL;
 	}

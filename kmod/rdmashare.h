@@ -166,11 +166,12 @@ extern unsigned int rs_rx_slots_max;
 extern unsigned int rs_credits_per_ac;
 extern unsigned int rs_backlog_max;
 extern unsigned int rs_connect_timeout_ms;
-extern unsigned int rs_max_acs_per_file;
 int rs_params_check(void);
 
 /* tunables.c: runtime tunables in sysfs */
 #define RS_QPS_PER_PEER_MAX	16
+#define RS_MAX_ACS_PER_FILE_LIMIT	(1U << 20)
+extern unsigned int rs_max_acs_per_file;
 extern unsigned int rs_qps_per_peer;
 extern unsigned int rs_idle_timeout_ms;
 extern const struct attribute_group rs_tunables_group;

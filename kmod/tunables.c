@@ -17,6 +17,8 @@
 unsigned int rs_qps_per_peer = 1;
 /* A QP without ACs for this long is disconnected, ms; 0: never. */
 unsigned int rs_idle_timeout_ms = 60000;
+/* ACs (listening, connecting, open, accepted) one file may hold. */
+unsigned int rs_max_acs_per_file = 65536;
 
 struct rs_tunable {
 	struct device_attribute attr;
@@ -64,9 +66,13 @@ RS_TUNABLE(qps_per_peer, rs_qps_per_peer, 1, RS_QPS_PER_PEER_MAX, NULL);
 /* Applies at once: every idle QP's timer restarts with the new value. */
 RS_TUNABLE(idle_timeout_ms, rs_idle_timeout_ms, 0, 24 * 3600 * 1000, rs_peers_idle_changed);
 
+/* Applies to new ACs; a file over a lowered limit keeps its ACs. */
+RS_TUNABLE(max_acs_per_file, rs_max_acs_per_file, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
+
 static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_qps_per_peer.attr.attr,
 	&rs_tunable_idle_timeout_ms.attr.attr,
+	&rs_tunable_max_acs_per_file.attr.attr,
 	NULL,
 };
 

@@ -10,6 +10,8 @@
  *  - idle_peer: with idle_timeout_ms 0 an idle transport stays; a new
  *    timeout applies at once and takes it down; a later connect builds a
  *    new one;
+ *  - max_acs_per_file: LISTEN and CONNECT past it fail with EMFILE, a
+ *    CONNECT to a full file is refused, a closed AC makes room;
  *  - qps_per_peer: with 3, nine ACs to the host itself ride 3 QPs (plus
  *    their 3 accepting ends), each AC carries its data; lowering it to 1
  *    adds no QP.
@@ -25,6 +27,7 @@
 #define PORT		7400
 #define QPS_PATH	RS_SYSFS "/qps_per_peer"
 #define IDLE_PATH	RS_SYSFS "/idle_timeout_ms"
+#define MAXACS_PATH	RS_SYSFS "/max_acs_per_file"
 
 static struct sockaddr_in addr_of(unsigned int port)
 {
@@ -68,8 +71,9 @@ static int pair(struct rdmashare *rs, int l, int *c, int *s)
 	return *s < 0 ? *s : 0;
 }
 
-/* One message from @from to @to, checked. */
-static int one_message(struct rdmashare *rs, int from, int to, unsigned int seed)
+/* One message from AC @from of @rs to AC @to of @rs2, checked. */
+static int one_message2(struct rdmashare *rs, int from, struct rdmashare *rs2,
+			int to, unsigned int seed)
 {
 	char out[600], in[600];
 	ssize_t n;
@@ -78,10 +82,17 @@ static int one_message(struct rdmashare *rs, int from, int to, unsigned int seed
 	snprintf(out, sizeof(out), "message %u", seed);
 	if (rdmashare_send(rs, from, out, sizeof(out)))
 		return -1;
-	n = rdmashare_recv(rs, to, in, sizeof(in), 20000);
+	n = rdmashare_recv(rs2, to, in, sizeof(in), 20000);
+	if (n < 0)
+		return n;
 	if (n != sizeof(out) || memcmp(in, out, sizeof(out)))
-		return -2;
+		return -1000;
 	return 0;
+}
+
+static int one_message(struct rdmashare *rs, int from, int to, unsigned int seed)
+{
+	return one_message2(rs, from, rs, to, seed);
 }
 
 /* Close both ends and wait until the close went through. */
@@ -99,18 +110,21 @@ static int unpair(struct rdmashare *rs, int c, int s)
 FIXTURE(tun) {
 	char qps[32];
 	char idle[32];
+	char maxacs[32];
 };
 
 FIXTURE_SETUP(tun)
 {
 	ASSERT_EQ(0, rs_read_file(QPS_PATH, self->qps, sizeof(self->qps)));
 	ASSERT_EQ(0, rs_read_file(IDLE_PATH, self->idle, sizeof(self->idle)));
+	ASSERT_EQ(0, rs_read_file(MAXACS_PATH, self->maxacs, sizeof(self->maxacs)));
 }
 
 FIXTURE_TEARDOWN(tun)
 {
 	rs_write_file(QPS_PATH, self->qps);
 	rs_write_file(IDLE_PATH, self->idle);
+	rs_write_file(MAXACS_PATH, self->maxacs);
 }
 
 TEST_F(tun, tunable_bad_writes)
@@ -123,12 +137,16 @@ TEST_F(tun, tunable_bad_writes)
 		"-1", "abc", "\n", "86400001", "1.5", "1e3", "5000ms",
 		"18446744073709551616",
 	};
+	static const char *const bad_maxacs[] = {
+		"0", "-1", "1048577", "4294967296", "x", "\n", "1 ",
+	};
 	char v[32], *longv;
 	unsigned int i;
 	int ret;
 
 	EXPECT_STREQ("1", self->qps);
 	EXPECT_STREQ("60000", self->idle);
+	EXPECT_STREQ("65536", self->maxacs);
 
 	for (i = 0; i < sizeof(bad_qps) / sizeof(bad_qps[0]); i++) {
 		EXPECT_EQ(-EINVAL, rs_write_file(QPS_PATH, bad_qps[i]))
@@ -141,6 +159,13 @@ TEST_F(tun, tunable_bad_writes)
 			TH_LOG("idle_timeout_ms <- '%s'", bad_idle[i]);
 		ASSERT_EQ(0, rs_read_file(IDLE_PATH, v, sizeof(v)));
 		EXPECT_STREQ(self->idle, v);
+	}
+
+	for (i = 0; i < sizeof(bad_maxacs) / sizeof(bad_maxacs[0]); i++) {
+		EXPECT_EQ(-EINVAL, rs_write_file(MAXACS_PATH, bad_maxacs[i]))
+			TH_LOG("max_acs_per_file <- '%s'", bad_maxacs[i]);
+		ASSERT_EQ(0, rs_read_file(MAXACS_PATH, v, sizeof(v)));
+		EXPECT_STREQ(self->maxacs, v);
 	}
 
 	/* An empty write(2) reaches no attribute: nothing changes. */
@@ -193,6 +218,8 @@ TEST_F(tun, tunable_unprivileged)
 			_exit(12);
 		if (rs_write_file(IDLE_PATH, "0") != -EACCES)
 			_exit(13);
+		if (rs_write_file(MAXACS_PATH, "1") != -EACCES)
+			_exit(14);
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
@@ -262,8 +289,9 @@ TEST_F_TIMEOUT(tun, qps_per_peer, 300)
 	ASSERT_NE(NULL, rs);
 	l = rdmashare_listen(rs, PORT, 16);
 	ASSERT_LE(0, l);
-	for (i = 0; i < 9; i++)
+	for (i = 0; i < 9; i++) {
 		ASSERT_EQ(0, pair(rs, l, &c[i], &s[i])) TH_LOG("AC %d", i);
+	}
 	/* Three QPs this way and their three accepting ends. */
 	qps = count_rdmashare_qps();
 	EXPECT_EQ(6, qps);
@@ -278,11 +306,69 @@ TEST_F_TIMEOUT(tun, qps_per_peer, 300)
 	ASSERT_EQ(0, one_message(rs, c[9], s[9], 30));
 	EXPECT_EQ(6, count_rdmashare_qps());
 
-	for (i = 0; i < 10; i++)
+	for (i = 0; i < 10; i++) {
 		ASSERT_EQ(0, unpair(rs, c[i], s[i]));
+	}
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
 	EXPECT_EQ(0, wait_qps(0, 30));
 	rdmashare_close(rs);
+}
+
+/* LISTEN and CONNECT past max_acs_per_file: EMFILE; a full acceptor refuses. */
+TEST_F_TIMEOUT(tun, max_acs_per_file, 240)
+{
+	struct sockaddr_in sin = addr_of(PORT + 1);
+	struct rdmashare *a, *b;
+	int l[4], c[4], s[3], i;
+
+	ASSERT_EQ(0, rs_write_file(MAXACS_PATH, "4"));
+	a = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, a);
+	b = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, b);
+
+	/* Four listeners fill a; a fifth AC of any kind does not fit. */
+	for (i = 0; i < 4; i++) {
+		l[i] = rdmashare_listen(a, PORT + 10 + i, 4);
+		ASSERT_LE(0, l[i]);
+	}
+	EXPECT_EQ(-EMFILE, rdmashare_listen(a, PORT + 20, 4));
+	EXPECT_EQ(-EMFILE, rdmashare_connect(a, (struct sockaddr *)&sin, 5000));
+	/* A closed AC makes room once its close completed. */
+	ASSERT_EQ(0, rdmashare_close_ac(a, l[3]));
+	ASSERT_EQ(0, rdmashare_flush(a, 5000));
+	l[3] = rdmashare_listen(a, PORT + 20, 4);
+	ASSERT_LE(0, l[3]);
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, rdmashare_close_ac(a, l[i]));
+	}
+	ASSERT_EQ(0, rdmashare_flush(a, 5000));
+
+	/* b listens and accepts 3: full.  a's fourth CONNECT is refused. */
+	l[0] = rdmashare_listen(b, PORT + 1, 8);
+	ASSERT_LE(0, l[0]);
+	for (i = 0; i < 3; i++) {
+		c[i] = rdmashare_connect(a, (struct sockaddr *)&sin, 20000);
+		ASSERT_LE(0, c[i]) TH_LOG("connect %d: %d", i, c[i]);
+		s[i] = rdmashare_accept(b, l[0], 20000);
+		ASSERT_LE(0, s[i]);
+	}
+	EXPECT_EQ(-ECONNREFUSED, rdmashare_connect(a, (struct sockaddr *)&sin, 20000));
+	/* A higher limit: one more fits on both sides. */
+	ASSERT_EQ(0, rs_write_file(MAXACS_PATH, "5"));
+	c[3] = rdmashare_connect(a, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, c[3]);
+	/* Lowered again: a keeps its 4 ACs and gets no fifth. */
+	ASSERT_EQ(0, rs_write_file(MAXACS_PATH, "4"));
+	EXPECT_EQ(-EMFILE, rdmashare_connect(a, (struct sockaddr *)&sin, 20000));
+	EXPECT_EQ(-EMFILE, rdmashare_listen(a, PORT + 21, 4));
+	/* The ACs that fit work. */
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, one_message2(a, c[i], b, s[i], 40 + i)) TH_LOG("AC %d", i);
+	}
+	ASSERT_EQ(0, one_message2(b, s[0], a, c[0], 50));
+	rdmashare_close(a);
+	rdmashare_close(b);
 }
 
 TEST_HARNESS_MAIN

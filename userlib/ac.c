@@ -226,9 +226,9 @@ static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
 }
 
 /*
- * @ac was just handed out by CONNECT or ACCEPT.  If an earlier AC with the
- * same id is still closing here, its CLOSE completion is already in the CQ
- * (the kernel reuses an id only after it): reap up to it.
+ * @ac was just handed out by LISTEN, CONNECT or ACCEPT.  If an earlier AC
+ * with the same id is still closing here, its CLOSE completion is already in
+ * the CQ (the kernel reuses an id only after it): reap up to it.
  */
 static int rs_new_ac(struct rdmashare *rs, int ac)
 {
@@ -261,7 +261,7 @@ int rdmashare_listen(struct rdmashare *rs, unsigned int port, unsigned int backl
 	int ret;
 
 	ret = rs_ioctl(rs, RDMASHARE_IOC_LISTEN, &l);
-	return ret ? ret : (int)l.ac;
+	return ret ? ret : rs_new_ac(rs, l.ac);
 }
 
 static int rs_addr_in(const struct sockaddr *sa, struct rdmashare_addr *a)
