@@ -170,7 +170,7 @@ int rs_params_check(void);
 
 /* tunables.c: runtime tunables in sysfs */
 #define RS_QPS_PER_PEER_MAX	16
-#define RS_MAX_ACS_PER_FILE_LIMIT	(1U << 20)
+#define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
 extern unsigned int rs_max_acs_per_file;
 extern unsigned int rs_qps_per_peer;
 extern unsigned int rs_idle_timeout_ms;
