@@ -2,15 +2,22 @@
 /*
  * RDMA device tracking: a Soft-RoCE device added after the module loaded is
  * seen by it (sysfs and QUERY), follows a rename, and its removal is
- * handled cleanly.  Uses the guest's spare veth end (RS_TEST_NETDEV,
- * default veth1) for the extra rxe device.
+ * handled cleanly, also while ACs use it: they fail, ACs on other devices
+ * keep working, and a new connect over the device once it is back works.
+ * Uses the guest's spare veth end (RS_TEST_NETDEV, default veth1) for the
+ * extra rxe device, with its own address (HP_ADDR) for the ACs.
  */
+#include <arpa/inet.h>
+#include <time.h>
+
 #include "common.h"
 
 #include "kselftest_harness.h"
 
 #define HP_NAME "rxe_hp"
 #define HP_RENAMED "rxe_hp2"
+#define HP_ADDR "198.19.0.1"
+#define HP_PORT 7500
 
 static int num_devices(void)
 {
@@ -48,6 +55,35 @@ FIXTURE_TEARDOWN(hotplug)
 {
 	rs_sh("rdma link delete " HP_NAME " 2>/dev/null");
 	rs_sh("rdma link delete " HP_RENAMED " 2>/dev/null");
+	rs_sh("ip addr del " HP_ADDR "/24 dev %s 2>/dev/null", self->netdev);
+}
+
+static struct sockaddr_in sin_of(const char *ip, unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	return sin;
+}
+
+/* A message each way between the two ends of an AC; 0 or why not. */
+static int exchange(struct rdmashare *rs, int c, int s)
+{
+	char out[300] = "ping", in[300];
+	ssize_t n;
+
+	if (rdmashare_send(rs, c, out, sizeof(out)))
+		return -1;
+	n = rdmashare_recv(rs, s, in, sizeof(in), 20000);
+	if (n != sizeof(out) || strcmp(in, "ping"))
+		return n < 0 ? (int)n : -1000;
+	strcpy(out, "pong");
+	if (rdmashare_send(rs, s, out, sizeof(out)))
+		return -2;
+	n = rdmashare_recv(rs, c, in, sizeof(in), 20000);
+	if (n != sizeof(out) || strcmp(in, "pong"))
+		return n < 0 ? (int)n : -1001;
+	return 0;
 }
 
 /* rxe setup is slow under emulation and in the debug kernel: be generous. */
@@ -112,6 +148,71 @@ TEST_F_TIMEOUT(hotplug, churn_while_open, 300)
 		ASSERT_EQ(0, rs_sh("rdma link delete %s", HP_NAME));
 	}
 	close(fd);
+}
+
+/*
+ * The device goes while ACs use it: its ACs fail (on both ends), the
+ * removal completes, an AC on another device in the same file keeps
+ * working, and once the device is back a new connect over it works.
+ */
+TEST_F_TIMEOUT(hotplug, remove_with_acs_open, 300)
+{
+	struct sockaddr_in hp = sin_of(HP_ADDR, HP_PORT);
+	struct sockaddr_in main_addr = sin_of(getenv("RS_IP") ?: "127.0.0.1", HP_PORT);
+	int l, c1, s1, c2, s2, c3, s3;
+	struct rdmashare *rs;
+	struct timespec t0, t1;
+	char buf[16];
+	ssize_t n;
+
+	ASSERT_EQ(0, rs_sh("ip addr add " HP_ADDR "/24 dev %s", self->netdev));
+	ASSERT_EQ(0, rs_sh("rdma link add %s type rxe netdev %s", HP_NAME, self->netdev));
+
+	rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, HP_PORT, 8);
+	ASSERT_LE(0, l);
+	/* One AC over the hot-plugged device, one over the guest's rxe0. */
+	c1 = rdmashare_connect(rs, (struct sockaddr *)&hp, 30000);
+	ASSERT_LE(0, c1);
+	s1 = rdmashare_accept(rs, l, 20000);
+	ASSERT_LE(0, s1);
+	c2 = rdmashare_connect(rs, (struct sockaddr *)&main_addr, 30000);
+	ASSERT_LE(0, c2);
+	s2 = rdmashare_accept(rs, l, 20000);
+	ASSERT_LE(0, s2);
+	ASSERT_EQ(0, exchange(rs, c1, s1));
+	ASSERT_EQ(0, exchange(rs, c2, s2));
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ASSERT_EQ(0, rs_sh("rdma link delete %s", HP_NAME));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	TH_LOG("device removed in %.1f s with 2 AC ends on it",
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	EXPECT_FALSE(rs_path_exists(RS_SYSFS "/devices/" HP_NAME));
+
+	/* Both ends failed, with the reason; sending on them fails too. */
+	n = rdmashare_recv(rs, c1, buf, sizeof(buf), 20000);
+	EXPECT_TRUE(n == -ENODEV || n == -ECONNRESET) TH_LOG("c1: %zd", n);
+	n = rdmashare_recv(rs, s1, buf, sizeof(buf), 20000);
+	EXPECT_TRUE(n == -ENODEV || n == -ECONNRESET) TH_LOG("s1: %zd", n);
+	EXPECT_GT(0, rdmashare_send(rs, c1, buf, sizeof(buf)));
+
+	/* The other device's AC is untouched. */
+	ASSERT_EQ(0, exchange(rs, c2, s2));
+
+	/* The device is back: a new transport over it. */
+	ASSERT_EQ(0, rs_sh("rdma link add %s type rxe netdev %s", HP_NAME, self->netdev));
+	c3 = rdmashare_connect(rs, (struct sockaddr *)&hp, 30000);
+	ASSERT_LE(0, c3);
+	s3 = rdmashare_accept(rs, l, 20000);
+	ASSERT_LE(0, s3);
+	ASSERT_EQ(0, exchange(rs, c3, s3));
+
+	/* And it goes again with the file still open; then the file closes. */
+	ASSERT_EQ(0, rs_sh("rdma link delete %s", HP_NAME));
+	ASSERT_EQ(0, exchange(rs, c2, s2));
+	rdmashare_close(rs);
 }
 
 TEST_HARNESS_MAIN
