@@ -106,7 +106,7 @@ static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
 	INIT_LIST_HEAD(&ac->backlog_node);
 	INIT_LIST_HEAD(&ac->sendq);
 	INIT_LIST_HEAD(&ac->ctrl_node);
-	rs_sched_entity_init(&ac->se);
+	rs_sched_entity_init(&ac->se, NULL, RS_SCHED_WEIGHT_DEFAULT, RS_BAND_NORMAL);
 	return ac;
 }
 
@@ -429,23 +429,30 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
 }
 
 /*
- * Pin @ac to @qp (taking over the caller's QP reference) and queue its
- * first control message.  False if the QP is already down.
+ * Pin @ac to @qp (taking over the caller's QP reference on success) and
+ * queue its first control message.  -ECONNRESET if the QP is down already.
  */
-static bool rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
+static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 {
+	struct rs_qp_group *spare;
+
+	spare = kzalloc(sizeof(*spare), GFP_KERNEL);
+	if (!spare)
+		return -ENOMEM;
 	spin_lock_irq(&qp->lock);
 	if (qp->state == RS_QP_DOWN) {
 		spin_unlock_irq(&qp->lock);
-		return false;
+		kfree(spare);
+		return -ECONNRESET;
 	}
 	ac->qp = qp;
-	rs_qp_pin_locked(qp, ac);
+	rs_qp_pin_locked(qp, ac, &spare);
 	ac->credits_out = ac->rx_reserved;
 	rs_ac_ctrl(ac, ctrl);
 	spin_unlock_irq(&qp->lock);
+	kfree(spare);
 	rs_qp_kick(qp);
-	return true;
+	return 0;
 }
 
 /*
@@ -491,11 +498,11 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	rs_peer_put(peer);
 	if (!qp)
 		goto out_discard;
-	if (!rs_ac_pin(ac, qp, RS_CTRL_CONNECT)) {
+	ret = rs_ac_pin(ac, qp, RS_CTRL_CONNECT);
+	if (ret) {
 		rs_qp_unwait(qp);
 		rs_qp_put(qp);
-		ret = -ECONNRESET;
-		*retry = true;
+		*retry = ret == -ECONNRESET;
 		goto out_discard;
 	}
 	rs_qp_unwait(qp);
@@ -866,7 +873,7 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 	if (rs_ac_add_conn(ac))
 		goto out_discard;
 	kref_get(&qp->ref);
-	if (!rs_ac_pin(ac, qp, RS_CTRL_ACCEPT)) {
+	if (rs_ac_pin(ac, qp, RS_CTRL_ACCEPT)) {
 		rs_qp_put(qp);
 		goto out_discard;
 	}

@@ -137,21 +137,76 @@ void rs_qp_idle_changed(struct rs_qp *qp)
 	spin_unlock_irq(&qp->lock);
 }
 
-/* Called with the QP's lock held: @ac uses @qp from now on. */
-void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac)
+/* The scheduler parameters from the tunables. */
+static void rs_qp_sched_params(struct rs_qp *qp)
 {
+	rs_sched_set_params(&qp->sched, READ_ONCE(rs_sched_quantum),
+			    READ_ONCE(rs_sched_latency_quantum),
+			    READ_ONCE(rs_sched_flat));
+}
+
+/* A scheduler tunable changed: every QP uses the new values from now on. */
+void rs_qps_sched_changed(void)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+
+	mutex_lock(&rs_peers_lock);
+	list_for_each_entry(peer, &rs_peers, node)
+		list_for_each_entry(qp, &peer->qps, peer_node) {
+			spin_lock_irq(&qp->lock);
+			rs_qp_sched_params(qp);
+			spin_unlock_irq(&qp->lock);
+		}
+	mutex_unlock(&rs_peers_lock);
+}
+
+/*
+ * Called with the QP's lock held: @ac uses @qp from now on, scheduled in
+ * its file's group there.  *@spare is a zeroed group the caller allocated;
+ * it is used (and set to NULL) if the file has no group on @qp yet.
+ */
+void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare)
+{
+	struct rs_qp_group *grp;
+
 	lockdep_assert_held(&qp->lock);
+	list_for_each_entry(grp, &qp->groups, node)
+		if (grp->rf == ac->rf)
+			goto found;
+	grp = *spare;
+	*spare = NULL;
+	grp->rf = ac->rf;
+	rs_sched_group_init(&grp->g, RS_SCHED_WEIGHT_DEFAULT);
+	list_add_tail(&grp->node, &qp->groups);
+found:
+	grp->nr_acs++;
+	ac->group = grp;
+	ac->se.group = &grp->g;
 	list_add_tail(&ac->qp_node, &qp->acs);
 	qp->nr_acs++;
 }
 
-/* Called with the QP's lock held: @ac, if pinned, no longer uses @qp. */
+/*
+ * Called with the QP's lock held: @ac, if pinned, no longer uses @qp.  It
+ * leaves the scheduler here, before its group may go.
+ */
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac)
 {
+	struct rs_qp_group *grp = ac->group;
+
 	lockdep_assert_held(&qp->lock);
 	if (list_empty(&ac->qp_node))
 		return;
 	list_del_init(&ac->qp_node);
+	rs_sched_dequeue(&qp->sched, &ac->se);
+	ac->se.group = NULL;
+	ac->group = NULL;
+	if (!--grp->nr_acs) {
+		WARN_ON(!rs_sched_group_idle(&grp->g));
+		list_del(&grp->node);
+		kfree(grp);
+	}
 	qp->nr_acs--;
 	rs_qp_arm_idle(qp);
 }
@@ -175,7 +230,9 @@ static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 	qp->state = RS_QP_CONNECTING;
 	init_waitqueue_head(&qp->wait);
 	spin_lock_init(&qp->lock);
-	rs_sched_init(&qp->sched);
+	rs_sched_init(&qp->sched, READ_ONCE(rs_sched_quantum),
+		      READ_ONCE(rs_sched_latency_quantum), READ_ONCE(rs_sched_flat));
+	INIT_LIST_HEAD(&qp->groups);
 	INIT_LIST_HEAD(&qp->ctrl);
 	INIT_LIST_HEAD(&qp->rejects);
 	INIT_LIST_HEAD(&qp->acs);

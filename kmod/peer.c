@@ -11,7 +11,7 @@
 
 /* Protects rs_peers and every peer's list of QPs. */
 DEFINE_MUTEX(rs_peers_lock);
-static LIST_HEAD(rs_peers);
+LIST_HEAD(rs_peers);
 
 /* Same address, whatever the ports. */
 bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)

@@ -175,7 +175,11 @@ extern unsigned int rs_max_acs_per_file;
 extern unsigned int rs_qps_per_peer;
 extern unsigned int rs_idle_timeout_ms;
 extern const struct attribute_group rs_tunables_group;
+extern unsigned int rs_sched_quantum;
+extern unsigned int rs_sched_latency_quantum;
+extern bool rs_sched_flat;
 void rs_peers_idle_changed(void);	/* peer.c */
+void rs_qps_sched_changed(void);	/* cm.c */
 
 /* rings.c: the per-file rings and data area */
 void rs_rings_init(struct rs_file *rf);

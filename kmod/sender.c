@@ -189,7 +189,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		ac = container_of(se, struct rs_ac, se);
 		if (rs_ac_can_send(ac))
 			break;
-		rs_sched_dequeue(&qp->sched, se);
+		rs_sched_charge(&qp->sched, se, 0, rs_ac_sched_after(ac));
 	}
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
 	p->m.dst_conn = ac->remote_id;
@@ -219,7 +219,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 			p->op = op;
 		}
 		ac->send_credits--;
-		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_can_send(ac));
+		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
 	}
 	kref_get(&ac->ref);
 	p->ac = ac;

@@ -83,6 +83,7 @@ enum rs_qp_state {
  * @idle_work: takes the QP down once it had no AC for rs_idle_timeout_ms
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
  * @nr_acs: length of @acs
+ * @groups: scheduler groups of the files with ACs here (rs_qp_group.node)
  * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
  *	yet; changed under rs_peers_lock or by the waiter that holds one
  * @peer_node: in rs_peer.qps
@@ -116,8 +117,23 @@ struct rs_qp {
 	struct delayed_work idle_work;
 	struct list_head acs;
 	u32 nr_acs;
+	struct list_head groups;
 	atomic_t nr_waiters;
 	struct list_head peer_node;
+};
+
+/**
+ * struct rs_qp_group - a file's scheduler group on a QP
+ * @node: in rs_qp.groups, under the QP's lock
+ * @rf: the file (no reference: its ACs here hold one)
+ * @g: the group
+ * @nr_acs: ACs of @rf pinned to the QP; the group goes with the last
+ */
+struct rs_qp_group {
+	struct list_head node;
+	struct rs_file *rf;
+	struct rs_sched_group g;
+	u32 nr_acs;
 };
 
 /**
@@ -166,6 +182,7 @@ struct rs_send {
  * @rf: the owning file (reference held)
  * @state: RS_AC_*, under @rf->ac_lock for transitions, read anywhere
  * @qp: the QP it is pinned to, once known (reference held)
+ * @group: its file's scheduler group on @qp while pinned
  * @remote_id: the peer's connection id
  * @port: service port (listener, or the one connected to)
  * @error: why it closed
@@ -190,6 +207,7 @@ struct rs_ac {
 	struct rs_file *rf;
 	enum rs_ac_state state;
 	struct rs_qp *qp;
+	struct rs_qp_group *group;
 	u32 remote_id;
 	u32 port;
 	int error;
@@ -233,6 +251,14 @@ static inline bool rs_ac_can_send(struct rs_ac *ac)
 	return op && (ac->send_credits || op->opcode == RDMASHARE_OP_CLOSE);
 }
 
+/* Called with the QP's lock held: @ac's state for the scheduler. */
+static inline enum rs_sched_after rs_ac_sched_after(struct rs_ac *ac)
+{
+	if (rs_ac_can_send(ac))
+		return RS_SCHED_MORE;
+	return list_empty(&ac->sendq) ? RS_SCHED_EMPTY : RS_SCHED_BLOCKED;
+}
+
 /* A REJECT (src 0) or CLOSE owed to a peer for an AC this host lacks. */
 struct rs_reject {
 	struct list_head node;
@@ -255,7 +281,7 @@ void rs_qp_put(struct rs_qp *qp);
 void rs_qp_down(struct rs_qp *qp, int error);
 void rs_qp_unwait(struct rs_qp *qp);
 void rs_qp_idle_changed(struct rs_qp *qp);
-void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac);
+void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare);
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);
 void rs_qps_down_device(struct rs_device *rdev);
 
@@ -265,6 +291,7 @@ void rs_peer_put(struct rs_peer *peer);
 void rs_peers_down(struct rs_device *rdev);
 bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 extern struct mutex rs_peers_lock;
+extern struct list_head rs_peers;
 
 /* sender.c */
 int rs_qp_tx_init(struct rs_qp *qp);

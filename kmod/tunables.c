@@ -12,6 +12,7 @@
 #include <linux/sysfs.h>
 
 #include "rdmashare.h"
+#include "sched.h"
 
 /* Shared QPs to open to each peer. */
 unsigned int rs_qps_per_peer = 1;
@@ -19,6 +20,14 @@ unsigned int rs_qps_per_peer = 1;
 unsigned int rs_idle_timeout_ms = 60000;
 /* ACs (listening, connecting, open, accepted) one file may hold. */
 unsigned int rs_max_acs_per_file = 65536;
+/* The scheduler (sched.h): bytes per turn per unit of weight. */
+unsigned int rs_sched_quantum = 16384;
+/* The latency band's bytes per turn of a weighted band. */
+unsigned int rs_sched_latency_quantum = 65536;
+/* Flat (per-AC) fairness instead of per application, then per AC. */
+bool rs_sched_flat;
+
+static const char * const rs_sched_modes[] = { "app", "flat", NULL };
 
 struct rs_tunable {
 	struct device_attribute attr;
@@ -69,10 +78,39 @@ RS_TUNABLE(idle_timeout_ms, rs_idle_timeout_ms, 0, 24 * 3600 * 1000, rs_peers_id
 /* Applies to new ACs; a file over a lowered limit keeps its ACs. */
 RS_TUNABLE(max_acs_per_file, rs_max_acs_per_file, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
 
+/* Apply at once, to every QP. */
+RS_TUNABLE(sched_quantum, rs_sched_quantum, RS_SCHED_QUANTUM_MIN, RS_SCHED_QUANTUM_MAX,
+	   rs_qps_sched_changed);
+RS_TUNABLE(sched_latency_quantum, rs_sched_latency_quantum, RS_SCHED_QUANTUM_MIN,
+	   RS_SCHED_QUANTUM_MAX, rs_qps_sched_changed);
+
+/* sched_mode: "app" (per application, then per AC) or "flat" (per AC). */
+static ssize_t sched_mode_show(struct device *dev, struct device_attribute *attr,
+			       char *buf)
+{
+	return sysfs_emit(buf, "%s\n", READ_ONCE(rs_sched_flat) ? "flat" : "app");
+}
+
+static ssize_t sched_mode_store(struct device *dev, struct device_attribute *attr,
+				const char *buf, size_t count)
+{
+	int i = sysfs_match_string(rs_sched_modes, buf);
+
+	if (i < 0)
+		return -EINVAL;
+	WRITE_ONCE(rs_sched_flat, i == 1);
+	rs_qps_sched_changed();
+	return count;
+}
+static DEVICE_ATTR_RW(sched_mode);
+
 static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_qps_per_peer.attr.attr,
 	&rs_tunable_idle_timeout_ms.attr.attr,
 	&rs_tunable_max_acs_per_file.attr.attr,
+	&rs_tunable_sched_quantum.attr.attr,
+	&rs_tunable_sched_latency_quantum.attr.attr,
+	&dev_attr_sched_mode.attr,
 	NULL,
 };
 
