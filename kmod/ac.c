@@ -53,6 +53,7 @@ struct rs_file *rs_file_alloc(void)
 	kref_init(&rf->ref);
 	mutex_init(&rf->ac_lock);
 	xa_init_flags(&rf->acs, XA_FLAGS_ALLOC1);
+	rf->sched_weight = RS_SCHED_WEIGHT_DEFAULT;
 	spin_lock_init(&rf->rx_lock);
 	return rf;
 }
@@ -849,6 +850,8 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 	ac = rs_ac_alloc(rf, RS_AC_OPEN);
 	if (!ac)
 		goto out_put_l;
+	/* What the listener was set to (RDMASHARE_IOC_AC_SET) passes on. */
+	rs_sched_entity_init(&ac->se, NULL, READ_ONCE(l->se.dn.weight), READ_ONCE(l->se.band));
 	ac->port = l->port;
 	ac->remote_id = m->src_conn;
 	ac->send_credits = m->conn.credits;
@@ -1035,6 +1038,68 @@ static void rs_ac_abort(struct rs_ac *ac)
 	spin_unlock_irq(&ac->qp->lock);
 	if (tell)
 		rs_qp_stray(ac->qp, ac->remote_id, ac->id, 0);
+}
+
+/* The application's weight, on every QP where it has ACs and later ones. */
+static void rs_file_set_weight(struct rs_file *rf, u32 weight)
+{
+	unsigned long fid;
+	struct rs_ac *ac;
+
+	mutex_lock(&rf->ac_lock);
+	rf->sched_weight = weight;
+	xa_for_each(&rf->acs, fid, ac) {
+		if (!ac->qp)
+			continue;
+		spin_lock_irq(&ac->qp->lock);
+		if (ac->group)
+			rs_sched_group_set_weight(&ac->group->g, weight);
+		spin_unlock_irq(&ac->qp->lock);
+	}
+	mutex_unlock(&rf->ac_lock);
+}
+
+int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
+{
+	const u32 known = RDMASHARE_AC_SET_WEIGHT | RDMASHARE_AC_SET_BAND;
+	struct rs_qp *qp;
+	struct rs_ac *ac;
+
+	if (!a->flags || (a->flags & ~known) || a->resv)
+		return -EINVAL;
+	if ((a->flags & RDMASHARE_AC_SET_WEIGHT) &&
+	    (a->weight < RS_SCHED_WEIGHT_MIN || a->weight > RS_SCHED_WEIGHT_MAX))
+		return -EINVAL;
+	if (a->flags & RDMASHARE_AC_SET_BAND) {
+		if (a->band >= RS_SCHED_BANDS || a->ac == RDMASHARE_AC_FILE)
+			return -EINVAL;
+		if (a->band == RS_BAND_LATENCY && !capable(CAP_NET_ADMIN))
+			return -EPERM;
+	}
+	if (a->ac == RDMASHARE_AC_FILE) {
+		rs_file_set_weight(rf, a->weight);
+		return 0;
+	}
+
+	ac = rs_ac_lookup_fid(rf, a->ac);
+	if (!ac)
+		return -ENOENT;
+	/* Pinned ACs change under the QP's lock; the others have no QP yet. */
+	qp = READ_ONCE(ac->qp);
+	if (qp)
+		spin_lock_irq(&qp->lock);
+	if (a->flags & RDMASHARE_AC_SET_WEIGHT)
+		rs_sched_entity_set_weight(&ac->se, a->weight);
+	if (a->flags & RDMASHARE_AC_SET_BAND) {
+		if (qp)
+			rs_sched_entity_set_band(&qp->sched, &ac->se, a->band);
+		else
+			WRITE_ONCE(ac->se.band, a->band);
+	}
+	if (qp)
+		spin_unlock_irq(&qp->lock);
+	rs_ac_put(ac);
+	return 0;
 }
 
 /* The last close of the file: every AC closes, the memory goes when the

@@ -17,6 +17,7 @@
 #include <uapi/linux/rdmashare.h>
 
 #include "rdmashare.h"
+#include "sched.h"
 
 /* Largest argument size accepted (documented in the uapi header). */
 #define RS_IOCTL_MAX_SIZE	4096
@@ -29,6 +30,7 @@ union rs_ioctl_buf {
 	struct rdmashare_listen listen;
 	struct rdmashare_connect connect;
 	struct rdmashare_accept accept;
+	struct rdmashare_ac_set ac_set;
 };
 
 struct rs_ioctl_op {
@@ -46,7 +48,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 
 	q->abi_version = RDMASHARE_ABI_VERSION;
 	q->num_devices = rs_device_count();
-	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC;
+	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED;
 	return 0;
 }
 
@@ -75,6 +77,11 @@ static int rs_ioctl_accept(struct file *filp, union rs_ioctl_buf *buf)
 	return rs_ac_accept(filp->private_data, &buf->accept);
 }
 
+static int rs_ioctl_ac_set(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_ac_set(filp->private_data, &buf->ac_set);
+}
+
 #define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
 	[_nr] = {					\
 		.size = sizeof(_struct),				\
@@ -95,6 +102,8 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 		    struct rdmashare_connect, ac),
 	RS_IOCTL_OP(RDMASHARE_CMD_ACCEPT, rs_ioctl_accept,
 		    struct rdmashare_accept, peer),
+	RS_IOCTL_OP(RDMASHARE_CMD_AC_SET, rs_ioctl_ac_set,
+		    struct rdmashare_ac_set, resv),
 };
 
 static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
@@ -210,6 +219,12 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 40);
 	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 48);
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_ac_set) != 24);
+	BUILD_BUG_ON(RDMASHARE_BAND_LATENCY != RS_BAND_LATENCY);
+	BUILD_BUG_ON(RDMASHARE_BAND_NORMAL != RS_BAND_NORMAL);
+	BUILD_BUG_ON(RDMASHARE_BAND_BULK != RS_BAND_BULK);
+	BUILD_BUG_ON(RDMASHARE_WEIGHT_MIN != RS_SCHED_WEIGHT_MIN);
+	BUILD_BUG_ON(RDMASHARE_WEIGHT_MAX != RS_SCHED_WEIGHT_MAX);
 	BUILD_BUG_ON(sizeof(struct rdmashare_sqe) != 64);
 	BUILD_BUG_ON(offsetof(struct rdmashare_sqe, user_data) != 8);
 	BUILD_BUG_ON(offsetof(struct rdmashare_sqe, addr) != 16);

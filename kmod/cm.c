@@ -177,7 +177,7 @@ void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **s
 	grp = *spare;
 	*spare = NULL;
 	grp->rf = ac->rf;
-	rs_sched_group_init(&grp->g, RS_SCHED_WEIGHT_DEFAULT);
+	rs_sched_group_init(&grp->g, READ_ONCE(ac->rf->sched_weight));
 	list_add_tail(&grp->node, &qp->groups);
 found:
 	grp->nr_acs++;

@@ -135,6 +135,7 @@ struct rs_file {
 	struct xarray acs;
 	u32 nr_acs;
 	bool closing;
+	u32 sched_weight;		/* the application's, under ac_lock */
 
 	spinlock_t rx_lock;		/* slots and AC receive state */
 	u32 rx_slots;
@@ -205,6 +206,7 @@ void rs_file_put(struct rs_file *rf);
 int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l);
 int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c);
 int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a);
+int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *s);
 void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe);
 int rs_ac_init(void);
 void rs_ac_exit(void);

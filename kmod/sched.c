@@ -172,6 +172,23 @@ void rs_sched_entity_set_weight(struct rs_sched_entity *e, u32 weight)
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_sched_entity_set_weight);
 
+/*
+ * @e moves to @band.  An active entity leaves its band with its accounting
+ * and joins the new one as a new entity.
+ */
+void rs_sched_entity_set_band(struct rs_sched *s, struct rs_sched_entity *e, u8 band)
+{
+	bool queued = e->queued;
+
+	if (band >= RS_SCHED_BANDS || band == e->band)
+		return;
+	rs_sched_dequeue(s, e);
+	e->band = band;
+	if (queued)
+		rs_sched_enqueue(s, e);
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_sched_entity_set_band);
+
 /* @e can send: it joins its class, the class its band, the band the turns. */
 void rs_sched_enqueue(struct rs_sched *s, struct rs_sched_entity *e)
 {

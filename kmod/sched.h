@@ -132,6 +132,7 @@ bool rs_sched_group_idle(const struct rs_sched_group *g);
 void rs_sched_entity_init(struct rs_sched_entity *e, struct rs_sched_group *g,
 			  u32 weight, u8 band);
 void rs_sched_entity_set_weight(struct rs_sched_entity *e, u32 weight);
+void rs_sched_entity_set_band(struct rs_sched *s, struct rs_sched_entity *e, u8 band);
 void rs_sched_enqueue(struct rs_sched *s, struct rs_sched_entity *e);
 void rs_sched_block(struct rs_sched *s, struct rs_sched_entity *e);
 void rs_sched_dequeue(struct rs_sched *s, struct rs_sched_entity *e);

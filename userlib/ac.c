@@ -454,3 +454,35 @@ int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms)
 	}
 	return 0;
 }
+
+/* ---- scheduling ---- */
+
+static int rs_ac_set(struct rdmashare *rs, __u32 ac, __u32 flags, __u32 weight,
+		     __u32 band)
+{
+	struct rdmashare_ac_set a = {
+		.size = sizeof(a), .flags = flags, .ac = ac, .weight = weight,
+		.band = band,
+	};
+
+	return rs_ioctl(rs, RDMASHARE_IOC_AC_SET, &a);
+}
+
+int rdmashare_set_weight(struct rdmashare *rs, int ac, unsigned int weight)
+{
+	if (ac < 0)
+		return -ENOENT;
+	return rs_ac_set(rs, ac, RDMASHARE_AC_SET_WEIGHT, weight, 0);
+}
+
+int rdmashare_set_band(struct rdmashare *rs, int ac, unsigned int band)
+{
+	if (ac < 0)
+		return -ENOENT;
+	return rs_ac_set(rs, ac, RDMASHARE_AC_SET_BAND, 0, band);
+}
+
+int rdmashare_set_app_weight(struct rdmashare *rs, unsigned int weight)
+{
+	return rs_ac_set(rs, RDMASHARE_AC_FILE, RDMASHARE_AC_SET_WEIGHT, weight, 0);
+}

@@ -235,6 +235,42 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac);
  */
 int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms);
 
+/**
+ * rdmashare_set_weight() - an AC's scheduling weight
+ * @rs: a set-up handle
+ * @ac: an AC of @rs (a listener passes it on to the ACs it accepts)
+ * @weight: RDMASHARE_WEIGHT_MIN to RDMASHARE_WEIGHT_MAX; 1 by default
+ *
+ * Among the ACs of one application on a shared QP, each gets a share of the
+ * bytes sent proportional to its weight while they all have data.
+ *
+ * Return: 0, or -EINVAL, -ENOENT.
+ */
+int rdmashare_set_weight(struct rdmashare *rs, int ac, unsigned int weight);
+
+/**
+ * rdmashare_set_band() - an AC's scheduling band
+ * @rs: a set-up handle
+ * @ac: an AC of @rs (a listener passes it on to the ACs it accepts)
+ * @band: RDMASHARE_BAND_LATENCY (needs CAP_NET_ADMIN), _NORMAL (default)
+ *	or _BULK
+ *
+ * Return: 0, or -EINVAL, -ENOENT, -EPERM.
+ */
+int rdmashare_set_band(struct rdmashare *rs, int ac, unsigned int band);
+
+/**
+ * rdmashare_set_app_weight() - the application's scheduling weight
+ * @rs: a set-up handle
+ * @weight: RDMASHARE_WEIGHT_MIN to RDMASHARE_WEIGHT_MAX; 1 by default
+ *
+ * Applications (open files) sharing a QP get shares proportional to their
+ * weights, however many ACs each has (unless the module runs in flat mode).
+ *
+ * Return: 0, or -EINVAL.
+ */
+int rdmashare_set_app_weight(struct rdmashare *rs, unsigned int weight);
+
 #ifdef __cplusplus
 }
 #endif

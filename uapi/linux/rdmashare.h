@@ -31,12 +31,14 @@ enum {
 	RDMASHARE_CMD_ENTER = 0x02,
 	RDMASHARE_CMD_LISTEN = 0x03,
 	RDMASHARE_CMD_CONNECT = 0x04,
-	RDMASHARE_CMD_ACCEPT = 0x05
+	RDMASHARE_CMD_ACCEPT = 0x05,
+	RDMASHARE_CMD_AC_SET = 0x06
 };
 
 /* RDMASHARE_IOC_QUERY features */
 #define RDMASHARE_FEAT_RINGS	(1ULL << 0)	/* SETUP, ENTER, mmap'd rings */
 #define RDMASHARE_FEAT_AC	(1ULL << 1)	/* LISTEN, CONNECT, ACCEPT, SEND */
+#define RDMASHARE_FEAT_SCHED	(1ULL << 2)	/* AC_SET: weights and bands */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -316,5 +318,47 @@ struct rdmashare_accept {
 };
 
 #define RDMASHARE_IOC_ACCEPT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_ACCEPT)
+
+/* RDMASHARE_IOC_AC_SET flags: which fields to apply (at least one) */
+#define RDMASHARE_AC_SET_WEIGHT		(1U << 0)
+#define RDMASHARE_AC_SET_BAND		(1U << 1)
+
+/* RDMASHARE_IOC_AC_SET ac: the file itself, i.e. the application */
+#define RDMASHARE_AC_FILE		0xffffffffU
+
+/* Scheduling bands of an AC */
+#define RDMASHARE_BAND_LATENCY		0	/* first, bounded; CAP_NET_ADMIN */
+#define RDMASHARE_BAND_NORMAL		1	/* the default */
+#define RDMASHARE_BAND_BULK		2
+
+/* Scheduling weights of ACs and applications; 1 is the default */
+#define RDMASHARE_WEIGHT_MIN		1
+#define RDMASHARE_WEIGHT_MAX		1000
+
+/**
+ * struct rdmashare_ac_set - RDMASHARE_IOC_AC_SET
+ * @size: sizeof(struct rdmashare_ac_set)
+ * @flags: RDMASHARE_AC_SET_*: the fields to apply
+ * @ac: an AC of this file, or RDMASHARE_AC_FILE for the application's
+ *	weight (shared by all its ACs against other applications)
+ * @weight: RDMASHARE_WEIGHT_MIN to _MAX
+ * @band: RDMASHARE_BAND_*; not for RDMASHARE_AC_FILE
+ * @resv: must be 0
+ *
+ * Applies at once.  A listening AC passes its weight and band on to the
+ * ACs it accepts.  Errors: EINVAL (no or unknown flags, weight or band out
+ * of range, a band for the file, reserved), ENOENT (no such AC), EPERM (the
+ * latency band without CAP_NET_ADMIN).
+ */
+struct rdmashare_ac_set {
+	__u32 size;
+	__u32 flags;
+	__u32 ac;
+	__u32 weight;
+	__u32 band;
+	__u32 resv;
+};
+
+#define RDMASHARE_IOC_AC_SET	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_AC_SET)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */
