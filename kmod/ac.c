@@ -218,7 +218,7 @@ static u32 rs_rx_reserve(struct rs_file *rf)
 	u32 n;
 
 	spin_lock_irq(&rf->rx_lock);
-	n = min(rf->rx_unreserved, rs_credits_per_ac);
+	n = min(rf->rx_unreserved, READ_ONCE(rs_credits_per_ac));
 	rf->rx_unreserved -= n;
 	spin_unlock_irq(&rf->rx_lock);
 	return n;

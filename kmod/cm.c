@@ -157,6 +157,8 @@ void rs_qps_sched_changed(void)
 			spin_lock_irq(&qp->lock);
 			rs_qp_sched_params(qp);
 			spin_unlock_irq(&qp->lock);
+			/* e.g. split back on: what waited may go now. */
+			rs_qp_kick(qp);
 		}
 	mutex_unlock(&rs_peers_lock);
 }
@@ -200,6 +202,8 @@ void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac)
 		return;
 	list_del_init(&ac->qp_node);
 	rs_sched_dequeue(&qp->sched, &ac->se);
+	if (qp->hol_ac == ac)
+		qp->hol_ac = NULL;
 	ac->se.group = NULL;
 	ac->group = NULL;
 	if (!--grp->nr_acs) {

@@ -38,8 +38,8 @@ module_param_named(srq_size, rs_srq_size, uint, 0444);
 MODULE_PARM_DESC(srq_size, "Receive buffers per RDMA device (512)");
 
 unsigned int rs_chunk_size = SZ_16K;
-module_param_named(chunk_size, rs_chunk_size, uint, 0444);
-MODULE_PARM_DESC(chunk_size, "Largest chunk of a message on the wire, and a receive slot, bytes (16 KiB)");
+module_param_named(max_chunk_size, rs_chunk_size, uint, 0444);
+MODULE_PARM_DESC(max_chunk_size, "Largest chunk of a message on the wire, and a receive slot, bytes (16 KiB)");
 
 unsigned int rs_send_depth = 64;
 module_param_named(send_depth, rs_send_depth, uint, 0444);
@@ -52,10 +52,6 @@ MODULE_PARM_DESC(rx_slots, "Receive slots of a file that asks for the default (6
 unsigned int rs_rx_slots_max = 4096;
 module_param_named(max_rx_slots, rs_rx_slots_max, uint, 0444);
 MODULE_PARM_DESC(max_rx_slots, "Most receive slots a file may ask for (4096)");
-
-unsigned int rs_credits_per_ac = 4;
-module_param_named(credits_per_ac, rs_credits_per_ac, uint, 0444);
-MODULE_PARM_DESC(credits_per_ac, "Receive slots set aside for each AC (4)");
 
 unsigned int rs_backlog_max = 1024;
 module_param_named(max_backlog, rs_backlog_max, uint, 0444);
@@ -93,16 +89,16 @@ int rs_params_check(void)
 		return -EINVAL;
 	}
 	if (rs_chunk_size < 64 || rs_chunk_size > RS_PROTO_MAX_CHUNK) {
-		pr_err("chunk_size=%u: not in [64, %lu]\n", rs_chunk_size, RS_PROTO_MAX_CHUNK);
+		pr_err("max_chunk_size=%u: not in [64, %lu]\n", rs_chunk_size, RS_PROTO_MAX_CHUNK);
 		return -EINVAL;
 	}
 	if (!rs_srq_size || rs_srq_size > 65536 || !rs_send_depth || rs_send_depth > 4096 ||
-	    !rs_credits_per_ac || rs_credits_per_ac > RS_PROTO_MAX_CREDITS ||
 	    !rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
 	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max ||
 	    !rs_backlog_max || !rs_connect_timeout_ms) {
 		pr_err("a queue size, credit, slot, backlog or timeout parameter is out of range\n");
 		return -EINVAL;
 	}
+	rs_tunables_init();
 	return 0;
 }

@@ -177,6 +177,9 @@ extern unsigned int rs_qps_per_peer;
 extern unsigned int rs_idle_timeout_ms;
 extern const struct attribute_group rs_tunables_group;
 extern unsigned int rs_sched_quantum;
+extern unsigned int rs_tx_chunk;
+extern unsigned int rs_split;
+void rs_tunables_init(void);
 extern unsigned int rs_sched_latency_quantum;
 extern bool rs_sched_flat;
 void rs_peers_idle_changed(void);	/* peer.c */

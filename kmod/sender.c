@@ -181,8 +181,21 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		return true;
 	}
 
-	/* The scheduler's next AC that can send; the others leave it. */
-	for (;;) {
+	/*
+	 * The scheduler's next AC that can send; the others leave it.  With
+	 * split off, a message once started keeps the QP to its last chunk,
+	 * waiting for credits if need be, as one large send would: the
+	 * head-of-line blocking that splitting avoids, for comparison.
+	 */
+	ac = qp->hol_ac;
+	if (ac && !READ_ONCE(rs_split)) {
+		if (!rs_ac_can_send(ac))
+			return false;	/* its credits kick the sender */
+	} else {
+		ac = NULL;
+	}
+	qp->hol_ac = NULL;
+	while (!ac) {
 		se = rs_sched_next(&qp->sched);
 		if (!se)
 			return false;
@@ -190,7 +203,9 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		if (rs_ac_can_send(ac))
 			break;
 		rs_sched_charge(&qp->sched, se, 0, rs_ac_sched_after(ac));
+		ac = NULL;
 	}
+	se = &ac->se;
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
@@ -203,7 +218,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		ac->close_sent = true;
 		rs_sched_dequeue(&qp->sched, se);
 	} else {
-		len = min(op->len - op->sent, ac->peer_slot_size);
+		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
 		p->m.type = RS_MSG_DATA;
 		p->m.seq = op->seq;
 		p->m.msg_len = op->len;
@@ -217,6 +232,8 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 			p->m.flags |= RS_F_LAST;
 			list_del(&op->node);
 			p->op = op;
+		} else {
+			qp->hol_ac = ac;	/* mid-message; see above */
 		}
 		ac->send_credits--;
 		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));

@@ -84,6 +84,8 @@ enum rs_qp_state {
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
  * @nr_acs: length of @acs
  * @groups: scheduler groups of the files with ACs here (rs_qp_group.node)
+ * @hol_ac: the AC whose message the last chunk was in the middle of (no
+ *	reference: unpinning an AC clears it)
  * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
  *	yet; changed under rs_peers_lock or by the waiter that holds one
  * @peer_node: in rs_peer.qps
@@ -118,6 +120,7 @@ struct rs_qp {
 	struct list_head acs;
 	u32 nr_acs;
 	struct list_head groups;
+	struct rs_ac *hol_ac;
 	atomic_t nr_waiters;
 	struct list_head peer_node;
 };

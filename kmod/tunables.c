@@ -11,6 +11,7 @@
 #include <linux/kernel.h>
 #include <linux/sysfs.h>
 
+#include "proto.h"
 #include "rdmashare.h"
 #include "sched.h"
 
@@ -21,11 +22,35 @@ unsigned int rs_idle_timeout_ms = 60000;
 /* ACs (listening, connecting, open, accepted) one file may hold. */
 unsigned int rs_max_acs_per_file = 65536;
 /* The scheduler (sched.h): bytes per turn per unit of weight. */
-unsigned int rs_sched_quantum = 16384;
+unsigned int rs_sched_quantum;		/* rs_tunables_init() */
 /* The latency band's bytes per turn of a weighted band. */
 unsigned int rs_sched_latency_quantum = 65536;
 /* Flat (per-AC) fairness instead of per application, then per AC. */
 bool rs_sched_flat;
+/* Bytes of a message per chunk on the wire, up to max_chunk_size. */
+unsigned int rs_tx_chunk;		/* rs_tunables_init() */
+/* Interleave the chunks of different ACs; 0: a message goes out whole. */
+unsigned int rs_split = 1;
+/* Receive slots set aside for each new AC: its credit window. */
+unsigned int rs_credits_per_ac = 4;
+
+/* Defaults that depend on load-time parameters (rs_params_check()). */
+void rs_tunables_init(void)
+{
+	rs_tx_chunk = rs_chunk_size;
+	rs_sched_quantum = rs_chunk_size + RS_HDR_LEN;
+}
+
+/* A quantum below the largest chunk on the wire would break the weights. */
+static bool rs_quantum_ok(unsigned int v)
+{
+	return v >= rs_chunk_size + RS_HDR_LEN;
+}
+
+static bool rs_tx_chunk_ok(unsigned int v)
+{
+	return v <= rs_chunk_size;
+}
 
 static const char * const rs_sched_modes[] = { "app", "flat", NULL };
 
@@ -34,6 +59,7 @@ struct rs_tunable {
 	unsigned int *val;
 	unsigned int min;
 	unsigned int max;
+	bool (*valid)(unsigned int v);
 	void (*changed)(void);
 };
 
@@ -52,7 +78,8 @@ static ssize_t rs_tunable_store(struct device *dev, struct device_attribute *att
 	unsigned int v;
 
 	/* kstrtouint() takes one trailing newline and nothing else. */
-	if (kstrtouint(buf, 0, &v) || v < t->min || v > t->max)
+	if (kstrtouint(buf, 0, &v) || v < t->min || v > t->max ||
+	    (t->valid && !t->valid(v)))
 		return -EINVAL;
 	WRITE_ONCE(*t->val, v);
 	if (t->changed)
@@ -60,15 +87,18 @@ static ssize_t rs_tunable_store(struct device *dev, struct device_attribute *att
 	return count;
 }
 
-#define RS_TUNABLE(_name, _var, _min, _max, _changed)			\
+#define RS_TUNABLE_CHECKED(_name, _var, _min, _max, _valid, _changed)	\
 	static struct rs_tunable rs_tunable_##_name = {			\
 		.attr = __ATTR(_name, 0644, rs_tunable_show,		\
 			       rs_tunable_store),			\
 		.val = &(_var),						\
 		.min = (_min),						\
 		.max = (_max),						\
+		.valid = (_valid),					\
 		.changed = (_changed),					\
 	}
+#define RS_TUNABLE(_name, _var, _min, _max, _changed)			\
+	RS_TUNABLE_CHECKED(_name, _var, _min, _max, NULL, _changed)
 
 /* Applies to ACs connected after the write. */
 RS_TUNABLE(qps_per_peer, rs_qps_per_peer, 1, RS_QPS_PER_PEER_MAX, NULL);
@@ -79,10 +109,16 @@ RS_TUNABLE(idle_timeout_ms, rs_idle_timeout_ms, 0, 24 * 3600 * 1000, rs_peers_id
 RS_TUNABLE(max_acs_per_file, rs_max_acs_per_file, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
 
 /* Apply at once, to every QP. */
-RS_TUNABLE(sched_quantum, rs_sched_quantum, RS_SCHED_QUANTUM_MIN, RS_SCHED_QUANTUM_MAX,
-	   rs_qps_sched_changed);
+RS_TUNABLE_CHECKED(sched_quantum, rs_sched_quantum, RS_SCHED_QUANTUM_MIN,
+		   RS_SCHED_QUANTUM_MAX, rs_quantum_ok, rs_qps_sched_changed);
 RS_TUNABLE(sched_latency_quantum, rs_sched_latency_quantum, RS_SCHED_QUANTUM_MIN,
 	   RS_SCHED_QUANTUM_MAX, rs_qps_sched_changed);
+
+ /* Apply to the next chunk the sender takes. */
+RS_TUNABLE_CHECKED(chunk_size, rs_tx_chunk, 64, RS_PROTO_MAX_CHUNK, rs_tx_chunk_ok, NULL);
+RS_TUNABLE(split, rs_split, 0, 1, rs_qps_sched_changed);
+/* Applies to ACs opened after the write. */
+RS_TUNABLE(credits_per_ac, rs_credits_per_ac, 1, RS_PROTO_MAX_CREDITS, NULL);
 
 /* sched_mode: "app" (per application, then per AC) or "flat" (per AC). */
 static ssize_t sched_mode_show(struct device *dev, struct device_attribute *attr,
@@ -111,6 +147,9 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_sched_quantum.attr.attr,
 	&rs_tunable_sched_latency_quantum.attr.attr,
 	&dev_attr_sched_mode.attr,
+	&rs_tunable_chunk_size.attr.attr,
+	&rs_tunable_split.attr.attr,
+	&rs_tunable_credits_per_ac.attr.attr,
 	NULL,
 };
 

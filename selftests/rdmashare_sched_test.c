@@ -4,9 +4,22 @@
  *  - ac_set_errors: RDMASHARE_IOC_AC_SET with every kind of bad input gets
  *    its documented errno, changes nothing, and good input is taken;
  *  - latency_band_needs_cap: an unprivileged process gets EPERM for the
- *    latency band and may use the others.
+ *    latency band and may use the others;
+ *  - sched_tunables: bad writes to the scheduler's sysfs files;
+ *  - shares: senders that are all backlogged on one QP get shares of the
+ *    bytes delivered as their weights say: 8 equal processes (Jain's index
+ *    >= 0.99), ACs weighted 1:2:4:8 in one process (each within 5%), and a
+ *    process with 100 ACs against one with 1 (equal, in app mode);
+ *  - head_of_line: a 64-byte message sent while a 16 MiB message is under
+ *    way on another AC of the same QP arrives after at most a few of the
+ *    big message's chunks; with split off it waits (shown, not asserted).
+ * Shares are counted in bytes received while every sender is backlogged,
+ * so they do not depend on the machine's speed.
  */
 #include <arpa/inet.h>
+#include <signal.h>
+#include <math.h>
+#include <time.h>
 
 #include "common.h"
 #include "rdmashare.h"
@@ -157,6 +170,454 @@ TEST_F(acs, latency_band_needs_cap)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/* ---- tunables ---- */
+
+TEST(sched_tunables)
+{
+	static const struct {
+		const char *file;
+		const char *bad[6];
+	} t[] = {
+		{ "sched_quantum", { "16415", "0", "16777217", "x", "\n", "-1" } },
+		{ "sched_latency_quantum", { "255", "16777217", "y", "\n", "1 ", "-5" } },
+		{ "sched_mode", { "apps", "", "flat flat", "1", "\n", "FLATX" } },
+		{ "chunk_size", { "63", "16385", "0", "z", "\n", "-64" } },
+		{ "split", { "2", "-1", "on", "\n", "10", "0x2" } },
+		{ "credits_per_ac", { "0", "65537", "q", "\n", "-4", "1e3" } },
+	};
+	char path[128], before[32], after[32];
+	unsigned int i, j;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		snprintf(path, sizeof(path), RS_SYSFS "/%s", t[i].file);
+		ASSERT_EQ(0, rs_read_file(path, before, sizeof(before))) TH_LOG("%s", path);
+		for (j = 0; j < 6; j++) {
+			if (!t[i].bad[j][0])
+				continue;	/* an empty write(2) reaches nothing */
+			EXPECT_EQ(-EINVAL, rs_write_file(path, t[i].bad[j]))
+				TH_LOG("%s <- '%s'", t[i].file, t[i].bad[j]);
+			ASSERT_EQ(0, rs_read_file(path, after, sizeof(after)));
+			EXPECT_STREQ(before, after);
+		}
+	}
+	/* Defaults, and the mode's two names. */
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/sched_quantum", before, sizeof(before)));
+	EXPECT_STREQ("16416", before);
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/chunk_size", before, sizeof(before)));
+	EXPECT_STREQ("16384", before);
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/sched_mode", before, sizeof(before)));
+	EXPECT_STREQ("app", before);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/sched_mode", "flat\n"));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/sched_mode", after, sizeof(after)));
+	EXPECT_STREQ("flat", after);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/sched_mode", "app"));
+}
+
+/* ---- shares ---- */
+
+#define SHARE_PORT	7700
+#define SHARE_MSG	(64 << 10)
+
+/* Tunables a share test changes, restored by the fixture. */
+static const char *const saved_names[] = {
+	"sched_mode", "credits_per_ac", "split", "chunk_size",
+};
+
+FIXTURE(sched) {
+	char saved[4][32];
+	pid_t pids[128];
+	int npids;
+};
+
+FIXTURE_SETUP(sched)
+{
+	char path[128];
+	unsigned int i;
+
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), RS_SYSFS "/%s", saved_names[i]);
+		ASSERT_EQ(0, rs_read_file(path, self->saved[i], sizeof(self->saved[i])));
+	}
+	self->npids = 0;
+}
+
+FIXTURE_TEARDOWN(sched)
+{
+	char path[128];
+	int i;
+
+	for (i = 0; i < self->npids; i++) {
+		kill(self->pids[i], SIGKILL);
+		waitpid(self->pids[i], NULL, 0);
+	}
+	for (i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), RS_SYSFS "/%s", saved_names[i]);
+		rs_write_file(path, self->saved[i]);
+	}
+}
+
+/*
+ * A sender process: @nacs ACs to the receiver, weights from @weights (NULL:
+ * default), then messages of @len bytes on them in turn, forever.
+ */
+static void sender(unsigned int port, unsigned int nacs, const unsigned int *weights,
+		   size_t len, int ready_fd)
+{
+	struct sockaddr_in sin = addr_of(port);
+	static unsigned char buf[SHARE_MSG];
+	struct rdmashare *rs;
+	int ac[128];
+	unsigned int i;
+
+	rs = rs_open_setup(16 << 20, 512);
+	if (!rs)
+		_exit(10);
+	for (i = 0; i < nacs; i++) {
+		ac[i] = rdmashare_connect(rs, (struct sockaddr *)&sin, 30000);
+		if (ac[i] < 0)
+			_exit(11);
+		if (weights && rdmashare_set_weight(rs, ac[i], weights[i]))
+			_exit(12);
+	}
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(13);
+	memset(buf, 0x5a, sizeof(buf));
+	for (i = 0; ; i = (i + 1) % nacs)
+		if (rdmashare_send(rs, ac[i], buf, len))
+			_exit(14);
+}
+
+static pid_t start_sender(struct __test_metadata *_metadata, unsigned int port,
+			  unsigned int nacs, const unsigned int *weights, size_t len)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(fds[0]);
+		sender(port, nacs, weights, len, fds[1]);
+	}
+	close(fds[1]);
+	if (read(fds[0], &c, 1) != 1) {
+		TH_LOG("a sender did not start");
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+/* Give a received slot back to the kernel. */
+static int release_slot(struct rdmashare *rs, const struct rdmashare_cqe *cqe)
+{
+	struct rdmashare_sqe *sqe = rdmashare_get_sqe(rs);
+
+	if (!sqe) {
+		if (rdmashare_submit(rs) < 0)
+			return -1;
+		sqe = rdmashare_get_sqe(rs);
+		if (!sqe)
+			return -1;
+	}
+	sqe->opcode = RDMASHARE_OP_RELEASE;
+	sqe->ac = cqe->ac;
+	sqe->addr = cqe->addr;
+	return 0;
+}
+
+/*
+ * The receiver's loop over the raw CQ: every chunk is counted for its AC
+ * (index in @acs) and its slot given back at once.  Counting starts once
+ * every AC has delivered something (all are backlogged), and stops after
+ * @limit bytes.
+ */
+static int receive_shares(struct rdmashare *rs, const int *acs, unsigned int n,
+			  unsigned long long limit, unsigned long long *bytes)
+{
+	unsigned long long total = 0;
+	struct rdmashare_cqe *cqe;
+	unsigned int i, started = 0;
+	bool seen[128] = {};
+
+	memset(bytes, 0, n * sizeof(*bytes));
+	while (total < limit) {
+		if (rdmashare_wait_cqe(rs, &cqe, 30000))
+			return -1;
+		if (cqe->type == RDMASHARE_CQE_RECV) {
+			for (i = 0; i < n && acs[i] != (int)cqe->ac; i++)
+				;
+			if (i == n || release_slot(rs, cqe))
+				return -2;
+			if (started == n) {
+				bytes[i] += cqe->res;
+				total += cqe->res;
+			} else if (!seen[i]) {
+				seen[i] = true;
+				started++;
+			}
+		} else if (cqe->type == RDMASHARE_CQE_CLOSED) {
+			return -3;
+		}
+		rdmashare_cqe_seen(rs, cqe);
+		if (rdmashare_submit(rs) < 0)
+			return -4;
+	}
+	return 0;
+}
+
+static double jain(const unsigned long long *x, unsigned int n)
+{
+	double sum = 0, sq = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		sum += x[i];
+		sq += (double)x[i] * x[i];
+	}
+	return sq ? sum * sum / (n * sq) : 0;
+}
+
+static struct rdmashare *listen_on(unsigned int port, int *l)
+{
+	struct rdmashare *rs = rs_open_setup(1 << 20, 2048);
+
+	if (!rs)
+		return NULL;
+	*l = rdmashare_listen(rs, port, 128);
+	return *l < 0 ? NULL : rs;
+}
+
+/* 8 sender processes, one AC each, equal weights: Jain's index >= 0.99. */
+TEST_F_TIMEOUT(sched, equal_shares, 600)
+{
+	unsigned long long bytes[8];
+	int l, acs[8], i;
+	struct rdmashare *rs;
+	double j;
+
+	rs = listen_on(SHARE_PORT, &l);
+	ASSERT_NE(NULL, rs);
+	for (i = 0; i < 8; i++) {
+		self->pids[self->npids] = start_sender(_metadata, SHARE_PORT, 1, NULL, SHARE_MSG);
+		ASSERT_LT(0, self->pids[self->npids++]);
+		acs[i] = rdmashare_accept(rs, l, 30000);
+		ASSERT_LE(0, acs[i]);
+	}
+	ASSERT_EQ(0, receive_shares(rs, acs, 8, 48ULL << 20, bytes));
+	j = jain(bytes, 8);
+	for (i = 0; i < 8; i++)
+		TH_LOG("sender %d: %llu bytes", i, bytes[i]);
+	TH_LOG("Jain's index %.4f", j);
+	EXPECT_LE(0.99, j);
+	rdmashare_close(rs);
+}
+
+/*
+ * Four processes, one AC each, AC weights 1:2:4:8 (flat mode, where each AC
+ * stands alone): each share within 5% of its target.  The credit window
+ * must cover what an AC can send while its credits travel back, or the
+ * window, not the scheduler, sets its rate.
+ */
+TEST_F_TIMEOUT(sched, weighted_shares, 600)
+{
+	static const unsigned int w[4] = { 1, 2, 4, 8 };
+	unsigned long long bytes[4], total = 0;
+	int l, acs[4], i;
+	struct rdmashare *rs;
+	double share, target;
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sched_mode", "flat"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "64"));
+	rs = listen_on(SHARE_PORT + 1, &l);
+	ASSERT_NE(NULL, rs);
+	for (i = 0; i < 4; i++) {
+		self->pids[self->npids] = start_sender(_metadata, SHARE_PORT + 1, 1, &w[i],
+						       SHARE_MSG);
+		ASSERT_LT(0, self->pids[self->npids++]);
+		acs[i] = rdmashare_accept(rs, l, 30000);
+		ASSERT_LE(0, acs[i]);
+	}
+	ASSERT_EQ(0, receive_shares(rs, acs, 4, 64ULL << 20, bytes));
+	for (i = 0; i < 4; i++)
+		total += bytes[i];
+	for (i = 0; i < 4; i++) {
+		share = (double)bytes[i] / total;
+		target = w[i] / 15.0;
+		TH_LOG("weight %u: share %.4f, target %.4f", w[i], share, target);
+		EXPECT_GE(0.05 * target, fabs(share - target));
+	}
+	rdmashare_close(rs);
+}
+
+/*
+ * A process with 100 ACs and one with 1: equal shares in app mode.  The
+ * single AC gets a window large enough to run at half the link.
+ */
+TEST_F_TIMEOUT(sched, two_level_shares, 600)
+{
+	unsigned long long bytes[101], many = 0, total;
+	int l, acs[101], i;
+	struct rdmashare *rs;
+	double share;
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sched_mode", "app"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "4"));
+	rs = listen_on(SHARE_PORT + 2, &l);
+	ASSERT_NE(NULL, rs);
+	/* Messages of one chunk, so that many of the 100 ACs have data queued. */
+	self->pids[self->npids] = start_sender(_metadata, SHARE_PORT + 2, 100, NULL, 16384);
+	ASSERT_LT(0, self->pids[self->npids++]);
+	for (i = 0; i < 100; i++) {
+		acs[i] = rdmashare_accept(rs, l, 30000);
+		ASSERT_LE(0, acs[i]);
+	}
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "64"));
+	self->pids[self->npids] = start_sender(_metadata, SHARE_PORT + 2, 1, NULL, SHARE_MSG);
+	ASSERT_LT(0, self->pids[self->npids++]);
+	acs[100] = rdmashare_accept(rs, l, 30000);
+	ASSERT_LE(0, acs[100]);
+	ASSERT_EQ(0, receive_shares(rs, acs, 101, 48ULL << 20, bytes));
+	for (i = 0; i < 100; i++)
+		many += bytes[i];
+	total = many + bytes[100];
+	share = (double)bytes[100] / total;
+	TH_LOG("process with 100 ACs: %llu bytes, process with 1 AC: %llu bytes (share %.4f)",
+	       many, bytes[100], share);
+	EXPECT_GE(0.05 * 0.5, fabs(share - 0.5));
+	rdmashare_close(rs);
+}
+
+/* ---- head-of-line blocking ---- */
+
+#define BIG	(16 << 20)
+#define HOL_K	32	/* big chunks received before the small message goes */
+
+/*
+ * One thread drives both ends, so that no wakeup latency blurs the count:
+ * file @snd sends BIG bytes on @big; once HOL_K of its chunks were received
+ * on @rcv, 64 bytes go on @small.  Returns the big message's chunks that
+ * arrived after the small message was submitted and before it arrived, or
+ * -1 if the small message came after the big one's end.
+ */
+static int hol_run(struct rdmashare *snd, int big, int small,
+		   struct rdmashare *rcv, int rbig, int rsmall)
+{
+	static unsigned char buf[BIG];
+	unsigned int seen = 0, ahead = 0;
+	struct rdmashare_cqe *cqe;
+	bool sent = false;
+
+	memset(buf, 0xbb, sizeof(buf));
+	if (rdmashare_send(snd, big, buf, BIG))
+		return -100;
+	for (;;) {
+		if (rdmashare_wait_cqe(rcv, &cqe, 30000))
+			return -101;
+		if (cqe->type != RDMASHARE_CQE_RECV) {
+			rdmashare_cqe_seen(rcv, cqe);
+			continue;
+		}
+		if (release_slot(rcv, cqe))
+			return -102;
+		if ((int)cqe->ac == rsmall) {
+			rdmashare_cqe_seen(rcv, cqe);
+			return sent ? (int)ahead : -103;
+		}
+		if ((int)cqe->ac != rbig)
+			return -104;
+		seen++;
+		if (sent)
+			ahead++;
+		if (!(cqe->flags & RDMASHARE_CQE_F_MORE)) {
+			rdmashare_cqe_seen(rcv, cqe);
+			return -1;	/* the big message ended first */
+		}
+		rdmashare_cqe_seen(rcv, cqe);
+		if (rdmashare_submit(rcv) < 0)
+			return -105;
+		if (seen == HOL_K && !sent) {
+			if (rdmashare_send(snd, small, "sixty-four bytes", 64))
+				return -106;
+			sent = true;
+		}
+	}
+}
+
+/* Drain what is left of the big message. */
+static int hol_drain(struct rdmashare *rcv)
+{
+	struct rdmashare_cqe *cqe;
+	bool more = true;
+
+	while (more) {
+		if (rdmashare_wait_cqe(rcv, &cqe, 60000))
+			return -1;
+		if (cqe->type == RDMASHARE_CQE_RECV) {
+			if (release_slot(rcv, cqe))
+				return -1;
+			more = cqe->flags & RDMASHARE_CQE_F_MORE;
+		}
+		rdmashare_cqe_seen(rcv, cqe);
+		if (rdmashare_submit(rcv) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(sched, head_of_line, 600)
+{
+	struct sockaddr_in sin = addr_of(SHARE_PORT + 3);
+	int l, big, small, rbig, rsmall, ahead, window;
+	struct rdmashare *snd, *rcv;
+	char v[16];
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/credits_per_ac", v, sizeof(v)));
+	window = atoi(v);
+	snd = rs_open_setup(32 << 20, 64);
+	ASSERT_NE(NULL, snd);
+	rcv = listen_on(SHARE_PORT + 3, &l);
+	ASSERT_NE(NULL, rcv);
+	big = rdmashare_connect(snd, (struct sockaddr *)&sin, 30000);
+	ASSERT_LE(0, big);
+	rbig = rdmashare_accept(rcv, l, 30000);
+	ASSERT_LE(0, rbig);
+	small = rdmashare_connect(snd, (struct sockaddr *)&sin, 30000);
+	ASSERT_LE(0, small);
+	rsmall = rdmashare_accept(rcv, l, 30000);
+	ASSERT_LE(0, rsmall);
+
+	/*
+	 * Split on: the small message goes after at most the big message's
+	 * chunks already in flight (its credit window) and one more.
+	 */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/split", "1"));
+	ahead = hol_run(snd, big, small, rcv, rbig, rsmall);
+	TH_LOG("split on: %d chunks of the 16 MiB message arrived ahead of the 64-byte one (bound %d)",
+	       ahead, window + 1);
+	EXPECT_LE(0, ahead);
+	EXPECT_GE(window + 1, ahead);
+	ASSERT_EQ(0, hol_drain(rcv));
+	ASSERT_EQ(0, rdmashare_flush(snd, 60000));
+
+	/* Split off: the small message waits for the whole big one. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/split", "0"));
+	ahead = hol_run(snd, big, small, rcv, rbig, rsmall);
+	if (ahead == -1) {
+		TH_LOG("split off: the 64-byte message waited until the 16 MiB one (%d chunks) was complete",
+		       BIG / 16384);
+		ahead = 0;
+	} else {
+		TH_LOG("split off: %d chunks ahead of the 64-byte message", ahead);
+	}
+	EXPECT_LE(0, ahead);
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/split", "1"));
+	rdmashare_close(snd);
+	rdmashare_close(rcv);
 }
 
 TEST_HARNESS_MAIN
