@@ -2,7 +2,8 @@
 /*
  * Abstract connections on one host (Soft-RoCE loopback to the guest's own
  * address, RS_IP): listen, connect, accept, messages of every size around
- * the chunk size echoed and verified, close seen by the peer, and the
+ * the chunk size echoed and verified, a stream that fills the sender's data
+ * area many times over verified, close seen by the peer, and the
  * errors of LISTEN, CONNECT, ACCEPT and of operations on wrong ACs.
  */
 #include <arpa/inet.h>
@@ -184,6 +185,63 @@ TEST_F_TIMEOUT(data, echo_sizes, 240)
 	ASSERT_EQ(0, rdmashare_close_ac(rs, ac));
 	EXPECT_EQ(0, wait_server(pid));
 	rdmashare_close(rs);
+}
+
+/*
+ * A stream of messages that fill the sender's data area exactly, many times
+ * over, each checked at the receiver: the library's buffer manager must not
+ * hand out space whose message the kernel has not taken yet (it once did,
+ * when the area was exactly full).
+ */
+TEST_F_TIMEOUT(data, stream_fills_data_area, 240)
+{
+	static const size_t sizes[] = { 65536, 16384, 4096 };
+	static unsigned char out[65536], in[65536];
+	struct sockaddr_in sin = peer_addr(PORT + 5);
+	unsigned int i, k, n, bad = 0;
+	struct rdmashare *rs, *rcv;
+	int l, ac, rac, status;
+	pid_t pid;
+
+	for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		/* 1 MiB area: 16, 64 or 256 messages fill it; send it 3 times. */
+		n = 3 * (1 << 20) / sizes[k];
+		rcv = rs_open_setup(4 << 20, 256);
+		ASSERT_NE(NULL, rcv);
+		l = rdmashare_listen(rcv, PORT + 5, 4);
+		ASSERT_LE(0, l);
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			rs = rs_open_setup(1 << 20, 64);
+			if (!rs)
+				_exit(10);
+			ac = rdmashare_connect(rs, (struct sockaddr *)&sin, 20000);
+			if (ac < 0)
+				_exit(11);
+			for (i = 0; i < n; i++) {
+				fill(out, sizes[k], i);
+				if (rdmashare_send(rs, ac, out, sizes[k]))
+					_exit(12);
+			}
+			if (rdmashare_flush(rs, 30000))
+				_exit(13);
+			rdmashare_close(rs);
+			_exit(0);
+		}
+		rac = rdmashare_accept(rcv, l, 20000);
+		ASSERT_LE(0, rac);
+		for (i = 0; i < n; i++) {
+			ASSERT_EQ((ssize_t)sizes[k], rdmashare_recv(rcv, rac, in, sizeof(in), 30000));
+			fill(out, sizes[k], i);
+			if (memcmp(in, out, sizes[k]) && bad++ < 3)
+				TH_LOG("%zu-byte message %u corrupted", sizes[k], i);
+		}
+		EXPECT_EQ(0, bad);
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+		rdmashare_close(rcv);
+	}
 }
 
 TEST(connect_refused)

@@ -47,14 +47,19 @@ static struct rs_acst *rs_acst(struct rdmashare *rs, __u32 ac)
 
 /* ---- the buffer manager: first fit over [0, tx_size) ---- */
 
+/*
+ * Once: the whole area is free.  (An empty free list later means that all of
+ * it is in use, not that it was never set up.)
+ */
 static int rs_tx_init(struct rdmashare *rs)
 {
-	if (rs->free_tx || !rs->tx_size)
+	if (rs->tx_ready || !rs->tx_size)
 		return 0;
 	rs->free_tx = calloc(1, sizeof(*rs->free_tx));
 	if (!rs->free_tx)
 		return -ENOMEM;
 	rs->free_tx->len = rs->tx_size;
+	rs->tx_ready = 1;
 	return 0;
 }
 

@@ -68,7 +68,8 @@ struct rdmashare {
 	__u64 rx_offset;
 	struct rs_acst *acs;		/* by AC id */
 	unsigned int nr_acs;
-	struct rs_extent *free_tx;	/* sorted by offset */
+	struct rs_extent *free_tx;	/* sorted by offset; NULL when all is in use */
+	int tx_ready;			/* free_tx was set up */
 	unsigned long inflight;		/* library SENDs not yet completed */
 };
 
