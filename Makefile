@@ -7,6 +7,9 @@
 #   make deps             install build/test dependencies (apt)
 #   make check            the full test suite (see Documentation/testing.rst)
 #   make demo             boot two guests and show rdmashare working
+#   make bench            the benchmarks (Documentation/benchmarks.rst); not
+#                         part of make check; expects make done
+#   make bench-transport  rdmashare vs perftest, RDS, rsocket and TCP
 #   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
 
 # Kernel to build against: the running kernel's build tree when it exists,
@@ -28,7 +31,7 @@ endif
 TOP := $(CURDIR)
 
 .PHONY: all module userlib selftests clean deps check demo \
-	modules_install install kdir-check
+	modules_install install kdir-check bench bench-transport
 
 all: module userlib selftests
 
@@ -63,6 +66,12 @@ check:
 
 demo:
 	bash selftests/vm/demo.sh
+
+# Every benchmark is a bench-<name> target and a prerequisite of bench.
+bench: bench-transport
+
+bench-transport:
+	bash selftests/bench/transport.sh
 
 clean:
 	-[ -n "$(KDIR)" ] && [ -e "$(KDIR)/Makefile" ] && \

@@ -6,7 +6,7 @@
  *   rs-pingpong -c HOST [-p PORT] [-n ITERS] [-l BYTES] [-v]
  *
  * The client sends a message, waits for it to come back, checks every byte
- * and prints the round-trip times (min, p50, p99, max) in microseconds.
+ * and prints the round-trip times (min, p50, p99, max, mean) in microseconds.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -84,7 +84,7 @@ static int client(struct rdmashare *rs, const char *host, unsigned int port,
 {
 	char *out = malloc(len + 1), *in = malloc(len + 1);
 	struct sockaddr_storage ss;
-	double *rtt = calloc(iters, sizeof(*rtt)), t0;
+	double *rtt = calloc(iters, sizeof(*rtt)), t0, sum = 0;
 	unsigned int i;
 	size_t j;
 	ssize_t n;
@@ -112,14 +112,15 @@ static int client(struct rdmashare *rs, const char *host, unsigned int port,
 				n == (ssize_t)len ? ", wrong data" : "");
 			return 1;
 		}
+		sum += rtt[i];
 		if (verbose)
 			printf("%u %.1f\n", i, rtt[i]);
 	}
 	rdmashare_close_ac(rs, ac);
 	qsort(rtt, iters, sizeof(*rtt), cmp_double);
-	printf("rs-pingpong: %u x %zu bytes to %s: rtt us min %.1f p50 %.1f p99 %.1f max %.1f, data verified\n",
+	printf("rs-pingpong: %u x %zu bytes to %s: rtt us min %.1f p50 %.1f p99 %.1f max %.1f mean %.1f, data verified\n",
 	       iters, len, host, rtt[0], rtt[iters / 2], rtt[(iters * 99) / 100],
-	       rtt[iters - 1]);
+	       rtt[iters - 1], sum / iters);
 	free(out);
 	free(in);
 	free(rtt);

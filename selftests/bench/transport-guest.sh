@@ -1,0 +1,429 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The transport benchmark, guest side (run by transport.sh through run-vm.sh
+# in one guest: rxe0 on veth0, RDMA loopback to $RS_IP).  Measures, one after
+# the other and in this one boot:
+#
+#   perftest   ib_send_bw, ib_send_lat: one RC QP, raw verbs (the baseline)
+#   rdmashare  rs-stream on 1 AC and on 8 ACs from 4 processes; rs-pingpong
+#   rds        qperf rds_bw, rds_lat (the kernel's RDS over rxe, rds_rdma)
+#   rsocket    rstream (librdmacm's rsockets)
+#   tcp        qperf tcp_bw, tcp_lat to the same address
+#
+# at 64 B, 4 KiB and 64 KiB.  Results go to $RS_WORK/transport.tsv, one
+# line per number: round, tool, size, metric, value.  Metrics: bw_MBps (10^6
+# bytes/s of payload), rate_msgps (messages/s), lat_p50_us and lat_mean_us
+# (one way: half the round trip, as perftest, qperf and rstream report it),
+# {bw,lat}_wall_s (the measurement's wall time, servers included) and
+# {bw,lat}_rxe_pkts (packets rxe0 sent meanwhile: proof that the traffic
+# went through Soft-RoCE, or not).  Raw outputs are in
+# $RS_WORK/transport-logs/r<round>/.
+#
+# Every measurement is repeated RS_BENCH_REPEAT times (default 3, in rounds
+# over all tools, so that drift hits every tool alike): one line per round.
+# RS_BENCH_SCALE (default 1) multiplies every message and iteration count;
+# RS_BENCH_TIME (default 3) is the duration of qperf's timed tests;
+# RS_BENCH_PARTS (default "perftest rdmashare qperf rsocket") picks tools.
+
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$top/userlib/build
+work=${RS_WORK:?RS_WORK is not set: run this in a guest through run-vm.sh}
+ip=${RS_IP:?RS_IP is not set}
+dev=rxe0
+scale=${RS_BENCH_SCALE:-1}
+repeat=${RS_BENCH_REPEAT:-3}
+qtime=${RS_BENCH_TIME:-3}
+sizes=(64 4096 65536)
+res=$work/transport.tsv
+logroot=$work/transport-logs
+logs=$logroot
+rep=0
+pkts=/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts
+failures=0
+
+printf 'round\ttool\tsize\tmetric\tvalue\n' >"$res"
+
+log() { printf '[bench] %s\n' "$*"; }
+
+# Message and iteration counts per size, chosen so that each measurement
+# takes a few seconds under TCG (Soft-RoCE moves some 10-30 MB/s there).
+n_of() {
+	local kind=$1 size=$2 n
+	case $kind:$size in
+	bw:64) n=15000 ;;
+	bw:4096) n=3000 ;;
+	bw:65536) n=800 ;;
+	lat:64) n=1500 ;;
+	lat:4096) n=500 ;;
+	lat:65536) n=350 ;;
+	esac
+	n=$(awk -v n="$n" -v s="$scale" 'BEGIN { n = int(n * s); print n < 20 ? 20 : n }')
+	echo "$n"
+}
+
+put() { printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$1" "$2" "$3" "$4" >>"$res"; }
+
+# The counters around one measurement.
+t_start=0
+p_start=0
+begin() {
+	t_start=$(date +%s.%N)
+	p_start=$(cat "$pkts" 2>/dev/null || echo 0)
+}
+end() {
+	local tool=$1 size=$2 kind=$3 t p
+	t=$(date +%s.%N)
+	p=$(cat "$pkts" 2>/dev/null || echo 0)
+	put "$tool" "$size" "${kind}_wall_s" "$(awk -v a="$t_start" -v b="$t" 'BEGIN { printf "%.2f", b - a }')"
+	put "$tool" "$size" "${kind}_rxe_pkts" $((p - p_start))
+}
+
+failed() {
+	log "FAILED: $*"
+	failures=$((failures + 1))
+}
+
+# wait_for FILE PATTERN: until a server says it listens (20 s at most).
+wait_for() {
+	local _
+	for _ in $(seq 1 100); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# stop PID: a server normally exits on its own once its client is done.
+stop() {
+	local _
+	for _ in $(seq 1 50); do
+		kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
+		sleep 0.2
+	done
+	kill "$1" 2>/dev/null || true
+	wait "$1" 2>/dev/null || true
+}
+
+# retry N CMD...: a client started before its server listens fails; again.
+retry() {
+	local n=$1 _
+	shift
+	for _ in $(seq 1 "$n"); do
+		"$@" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# The RoCE v2 GID of $ip on rxe0 (perftest's -x); empty if none.
+gid_index() {
+	local g want d
+	# shellcheck disable=SC2046,SC2183 # the four bytes of the address
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$ip" | tr . ' '))
+	d=/sys/class/infiniband/$dev/ports/1
+	for g in "$d"/gids/*; do
+		[ "$(cat "$g" 2>/dev/null)" = "$want" ] || continue
+		g=${g##*/}
+		case $(cat "$d/gid_attrs/types/$g" 2>/dev/null) in
+		*v2*) echo "$g"; return 0 ;;
+		esac
+	done
+	for g in "$d"/gids/*; do
+		[ "$(cat "$g" 2>/dev/null)" = "$want" ] && { echo "${g##*/}"; return 0; }
+	done
+}
+
+# ---------------------------------------------------------------------------
+# perftest: ib_send_bw and ib_send_lat, the verbs baseline.
+
+perftest_conn=()
+perftest_port=18515
+
+perftest() {
+	local prog=$1 size=$2 n=$3 l=$logs/$1-$2 spid rc=0
+	perftest_port=$((perftest_port + 1))
+	"$prog" -d "$dev" "${perftest_conn[@]}" -F -p "$perftest_port" -s "$size" -n "$n" \
+		>"$l.server" 2>&1 &
+	spid=$!
+	sleep 0.5
+	retry 20 timeout 120 "$prog" -d "$dev" "${perftest_conn[@]}" -F -p "$perftest_port" \
+		-s "$size" -n "$n" "$ip" >"$l.client" 2>&1 || rc=$?
+	stop "$spid"
+	return $rc
+}
+
+bench_perftest() {
+	local size n l v
+	for size in "${sizes[@]}"; do
+		n=$(n_of bw "$size")
+		l=$logs/ib_send_bw-$size.client
+		log "perftest: ib_send_bw -s $size -n $n"
+		begin
+		if perftest ib_send_bw "$size" "$n"; then
+			end perftest "$size" bw
+			# #bytes #iterations BW-peak BW-average[MiB/s] MsgRate[Mpps]
+			v=$(awk -v s="$size" '$1 == s && NF == 5 { print $5 }' "$l" | tail -n1)
+			if [ -n "$v" ]; then
+				put perftest "$size" rate_msgps "$(awk -v r="$v" 'BEGIN { printf "%.0f", r * 1e6 }')"
+				put perftest "$size" bw_MBps "$(awk -v r="$v" -v s="$size" 'BEGIN { printf "%.2f", r * s }')"
+			else
+				failed "ib_send_bw $size: no result line"
+			fi
+		else
+			failed "ib_send_bw $size"
+		fi
+
+		n=$(n_of lat "$size")
+		l=$logs/ib_send_lat-$size.client
+		log "perftest: ib_send_lat -s $size -n $n"
+		begin
+		if perftest ib_send_lat "$size" "$n"; then
+			end perftest "$size" lat
+			# #bytes #iter t_min t_max t_typical t_avg t_stdev 99% 99.9%
+			v=$(awk -v s="$size" '$1 == s && NF == 9 { print $5, $6 }' "$l" | tail -n1)
+			if [ -n "$v" ]; then
+				put perftest "$size" lat_p50_us "${v% *}"
+				put perftest "$size" lat_mean_us "${v#* }"
+			else
+				failed "ib_send_lat $size: no result line"
+			fi
+		else
+			failed "ib_send_lat $size"
+		fi
+	done
+}
+
+# ---------------------------------------------------------------------------
+# rdmashare: rs-stream (server's count) and rs-pingpong.
+
+stream_port=7500
+
+rs_stream() {
+	local tool=$1 acs=$2 procs=$3 size=$4 n l spid v
+	n=$(n_of bw "$size")
+	n=$(( (n + acs - 1) / acs ))
+	l=$logs/$tool-$size
+	stream_port=$((stream_port + 1))
+	log "$tool: rs-stream -a $acs -P $procs -l $size -n $n (per AC)"
+	begin
+	"$bin/rs-stream" -s -p "$stream_port" -a "$acs" >"$l.server" 2>&1 &
+	spid=$!
+	if ! wait_for "$l.server" listening; then
+		failed "$tool $size: server did not start"
+		kill "$spid" 2>/dev/null || true
+		return
+	fi
+	if ! timeout 300 "$bin/rs-stream" -c "$ip" -p "$stream_port" -a "$acs" -P "$procs" \
+		-l "$size" -n "$n" >"$l.client" 2>&1; then
+		failed "$tool $size: client"
+	fi
+	stop "$spid"
+	end "$tool" "$size" bw
+	# received M messages, B bytes on A ACs in T s: X MB/s, Y msg/s[, ERRORS]
+	v=$(sed -n 's/.* s: \([0-9.]*\) MB\/s, \([0-9]*\) msg\/s\(, ERRORS\)*$/\1 \2/p' "$l.server")
+	if [ -z "$v" ]; then
+		failed "$tool $size: no result line"
+		return
+	fi
+	# The server checks every message's sequence number: the numbers of a
+	# run with a message out of order or a failed receive are kept, marked,
+	# and the benchmark fails.
+	if grep -q ERRORS "$l.server"; then
+		failed "$tool $size: rs-stream's server reports ERRORS"
+		put "$tool" "$size" errors 1
+	fi
+	# MB/s from the message rate: the printed MB/s has one decimal only
+	put "$tool" "$size" rate_msgps "${v#* }"
+	put "$tool" "$size" bw_MBps "$(awk -v r="${v#* }" -v s="$size" 'BEGIN { printf "%.3f", r * s / 1e6 }')"
+}
+
+rs_pingpong() {
+	local size=$1 n l spid v
+	n=$(n_of lat "$size")
+	l=$logs/rs-pingpong-$size
+	stream_port=$((stream_port + 1))
+	log "rdmashare: rs-pingpong -l $size -n $n"
+	begin
+	"$bin/rs-pingpong" -s -p "$stream_port" >"$l.server" 2>&1 &
+	spid=$!
+	if ! wait_for "$l.server" listening; then
+		failed "rs-pingpong $size: server did not start"
+		kill "$spid" 2>/dev/null || true
+		return
+	fi
+	if ! timeout 300 "$bin/rs-pingpong" -c "$ip" -p "$stream_port" -l "$size" -n "$n" \
+		>"$l.client" 2>&1; then
+		failed "rs-pingpong $size: client"
+	fi
+	stop "$spid"
+	end rdmashare-1ac "$size" lat
+	# rtt us min A p50 B p99 C max D mean E: one way is half of it
+	v=$(sed -n 's/.* p50 \([0-9.]*\) .* mean \([0-9.]*\),.*/\1 \2/p' "$l.client")
+	if [ -z "$v" ]; then
+		failed "rs-pingpong $size: no result line"
+		return
+	fi
+	put rdmashare-1ac "$size" lat_p50_us "$(awk -v x="${v% *}" 'BEGIN { printf "%.2f", x / 2 }')"
+	put rdmashare-1ac "$size" lat_mean_us "$(awk -v x="${v#* }" 'BEGIN { printf "%.2f", x / 2 }')"
+}
+
+bench_rdmashare() {
+	local size
+	for size in "${sizes[@]}"; do
+		rs_stream rdmashare-1ac 1 1 "$size"
+		rs_stream rdmashare-8ac 8 4 "$size"
+		rs_pingpong "$size"
+	done
+}
+
+# ---------------------------------------------------------------------------
+# qperf: RDS over rxe (rds_rdma) and TCP.
+
+# qperf_val FILE KEY: a value in 10^6 bytes/s or microseconds.
+qperf_val() {
+	awk -v k="$2" '$1 == k && $2 == "=" {
+		v = $3; u = $4
+		if (u ~ /^GB/) v *= 1000; else if (u ~ /^KB/) v /= 1000
+		else if (u ~ /^bytes/) v /= 1e6
+		else if (u == "ms") v *= 1000; else if (u == "ns") v /= 1000
+		else if (u == "sec" || u == "s") v *= 1e6
+		printf "%.2f\n", v
+	}' "$1" | tail -n1
+}
+
+qperf_one() {
+	local tool=$1 test=$2 size=$3 l=$logs/qperf-$2-$3 v
+	log "$tool: qperf -m $size -t $qtime $test"
+	begin
+	# The server sometimes refuses the connection right after the previous
+	# test ("connect failed"): try again.
+	if ! retry 5 timeout $((qtime * 4 + 30)) qperf "$ip" -ws 10 -t "$qtime" -m "$size" \
+		"$test" >"$l" 2>&1; then
+		failed "qperf $test $size"
+		return
+	fi
+	end "$tool" "$size" "${test#*_}"
+	case $test in
+	*_bw)
+		v=$(qperf_val "$l" bw)
+		[ -n "$v" ] || { failed "qperf $test $size: no result"; return; }
+		put "$tool" "$size" bw_MBps "$v"
+		put "$tool" "$size" rate_msgps "$(awk -v b="$v" -v s="$size" 'BEGIN { printf "%.0f", b * 1e6 / s }')"
+		;;
+	*_lat)
+		v=$(qperf_val "$l" latency)
+		[ -n "$v" ] || { failed "qperf $test $size: no result"; return; }
+		put "$tool" "$size" lat_mean_us "$v"
+		;;
+	esac
+}
+
+bench_qperf() {
+	local size qpid rds=1
+	if ! modprobe rds_rdma >"$logs/modprobe-rds_rdma" 2>&1; then
+		failed "modprobe rds_rdma"
+		rds=0
+	fi
+	qperf >"$logs/qperf-server" 2>&1 &
+	qpid=$!
+	sleep 1
+	for size in "${sizes[@]}"; do
+		if [ $rds = 1 ]; then
+			qperf_one rds rds_bw "$size"
+			qperf_one rds rds_lat "$size"
+		fi
+		qperf_one tcp tcp_bw "$size"
+		qperf_one tcp tcp_lat "$size"
+	done
+	kill "$qpid" 2>/dev/null || true
+	wait "$qpid" 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------------------
+# rsocket: rstream, bandwidth (-I 1 -C N) and latency (-I N -C 1).  rstream
+# sends C messages one way, then C back, I times; it reports Gb/s over both
+# directions and usec/xfer = time / (2 I C), half the round trip at C = 1.
+
+rstream_port=7600
+
+rstream_one() {
+	local kind=$1 size=$2 n l spid v args
+	n=$(n_of "$kind" "$size")
+	l=$logs/rstream-$kind-$size
+	if [ "$kind" = bw ]; then
+		n=$(( (n + 1) / 2 ))	# it goes both ways
+		args=(-S "$size" -C "$n" -I 1)
+	else
+		args=(-S "$size" -C 1 -I "$n")
+	fi
+	rstream_port=$((rstream_port + 1))
+	log "rsocket: rstream ${args[*]}"
+	begin
+	rstream -p "$rstream_port" "${args[@]}" >"$l.server" 2>&1 &
+	spid=$!
+	sleep 0.5
+	if ! retry 20 timeout 300 rstream -s "$ip" -p "$rstream_port" "${args[@]}" \
+		>"$l.client" 2>&1; then
+		failed "rstream $kind $size"
+		kill "$spid" 2>/dev/null || true
+		return
+	fi
+	stop "$spid"
+	end rsocket "$size" "$kind"
+	# name bytes xfers iters total time Gb/sec usec/xfer; Gb/sec has two
+	# decimals only, so the rate comes from usec/xfer
+	v=$(awk '$1 == "custom" && NF == 8 { print $8 }' "$l.client" | tail -n1)
+	[ -n "$v" ] || { failed "rstream $kind $size: no result line"; return; }
+	if [ "$kind" = bw ]; then
+		put rsocket "$size" rate_msgps "$(awk -v u="$v" 'BEGIN { printf "%.0f", 1e6 / u }')"
+		put rsocket "$size" bw_MBps "$(awk -v u="$v" -v s="$size" 'BEGIN { printf "%.3f", s / u }')"
+	else
+		put rsocket "$size" lat_mean_us "$v"
+	fi
+}
+
+bench_rsocket() {
+	local size
+	for size in "${sizes[@]}"; do
+		rstream_one bw "$size"
+		rstream_one lat "$size"
+	done
+}
+
+# ---------------------------------------------------------------------------
+
+log "$(uname -r), $(nproc) CPUs, $dev on $ip, scale $scale, $(date -u +%FT%TZ)"
+{
+	echo "kernel $(uname -r)"
+	echo "date $(date -u +%FT%TZ)"
+	echo "cpus $(nproc)"
+	echo "scale $scale"
+	echo "repeat $repeat"
+	grep -m1 'cpu MHz' /proc/cpuinfo || true
+	echo "qperf_time $qtime"
+	rdma link show 2>&1 || true
+} >"$work/transport-env.txt"
+
+gidx=$(gid_index || true)
+if [ -n "$gidx" ]; then
+	perftest_conn=(-x "$gidx")
+	log "perftest: GID index $gidx"
+else
+	perftest_conn=(-R)
+	log "perftest: no GID for $ip found, using rdma_cm (-R)"
+fi
+
+t0=$(date +%s)
+for rep in $(seq 1 "$repeat"); do
+	log "round $rep of $repeat"
+	logs=$logroot/r$rep
+	mkdir -p "$logs"
+	for part in ${RS_BENCH_PARTS:-perftest rdmashare qperf rsocket}; do
+		"bench_$part"
+	done
+done
+log "done in $(( $(date +%s) - t0 ))s, $failures failure(s); results in $res"
+[ "$failures" = 0 ]

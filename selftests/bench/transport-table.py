@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the transport benchmark's results into a reStructuredText table.
+
+usage: transport-table.py TRANSPORT.TSV [ENV.TXT...]
+
+TRANSPORT.TSV has one number per line: round, tool, size, metric, value
+(transport-guest.sh).  Each number in the table is the median over the
+rounds; every ratio is to perftest (ib_send_bw, ib_send_lat) at the same
+size, measured in the same run.  The ENV files are copied in as a comment.
+"""
+import collections
+import statistics
+import sys
+
+TOOLS = [
+    ("perftest", "perftest (verbs)"),
+    ("rdmashare-1ac", "rdmashare, 1 AC"),
+    ("rdmashare-8ac", "rdmashare, 8 ACs"),
+    ("rds", "RDS (rds_rdma)"),
+    ("rsocket", "rsocket (rstream)"),
+    ("tcp", "TCP (qperf)"),
+]
+TARGETS = [  # (what, size, metric, tool, at least)
+    ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", 0.9),
+    ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-8ac", 0.9),
+    ("message rate at 64 B", 64, "rate_msgps", "rdmashare-1ac", 0.8),
+    ("message rate at 64 B", 64, "rate_msgps", "rdmashare-8ac", 0.8),
+]
+
+
+def size_name(s):
+    return "%d KiB" % (s // 1024) if s >= 1024 and s % 1024 == 0 else "%d B" % s
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+
+def main():
+    vals = collections.defaultdict(list)
+    rounds = set()
+    with open(sys.argv[1]) as f:
+        next(f)
+        for line in f:
+            r, tool, size, metric, value = line.rstrip("\n").split("\t")
+            rounds.add(r)
+            vals[(tool, int(size), metric)].append(float(value))
+
+    def med(tool, size, metric):
+        v = vals.get((tool, size, metric))
+        return statistics.median(v) if v else None
+
+    def spread(tool, size, metric):
+        v = vals.get((tool, size, metric))
+        if not v or len(v) < 2 or not statistics.median(v):
+            return None
+        return (max(v) - min(v)) / statistics.median(v)
+
+    sizes = sorted({k[1] for k in vals})
+    cols = ["size", "tool", "MB/s", "x", "msg/s", "x", "p50 us", "x",
+            "mean us", "x", "rxe"]
+    rows = []
+    for size in sizes:
+        base = {m: med("perftest", size, m)
+                for m in ("bw_MBps", "rate_msgps", "lat_p50_us", "lat_mean_us")}
+        for tool, label in TOOLS:
+            if not any(k[0] == tool and k[1] == size for k in vals):
+                continue
+            bad = sum(vals.get((tool, size, "errors"), []))
+            row = [size_name(size), label + (" (!)" if bad else "")]
+            for m in ("bw_MBps", "rate_msgps", "lat_p50_us", "lat_mean_us"):
+                v = med(tool, size, m)
+                row += [fmt(v), fmt(ratio(v, base[m]))]
+            pk = [med(tool, size, k + "_rxe_pkts") for k in ("bw", "lat")]
+            pk = [p for p in pk if p is not None]
+            row.append("-" if not pk else "yes" if all(p > 0 for p in pk)
+                       else "no" if not any(pk) else "partly")
+            rows.append(row)
+
+    width = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
+    rule = "  ".join("=" * w for w in width)
+    just = lambda r: "  ".join(
+        (c.ljust(w) if i < 2 else c.rjust(w)) for i, (c, w) in enumerate(zip(r, width))).rstrip()
+    print(".. Transport benchmark, medians of %d round(s)." % len(rounds))
+    for e in sys.argv[2:]:
+        with open(e) as f:
+            for line in f:
+                print("   " + line.rstrip())
+    print()
+    print(rule)
+    print(just(cols))
+    print(rule)
+    prev = None
+    for r in rows:
+        if prev is not None and r[0] != prev:
+            print()
+        prev = r[0]
+        print(just(r))
+    print(rule)
+    print()
+    print("x: ratio to perftest at the same size (MB/s, msg/s: higher is better;")
+    print("latency: lower is better).  Latency is one way, half the round trip.")
+    print("rxe: whether rxe0 counted packets during the measurement.")
+    errs = sorted({(k[0], k[1]) for k, v in vals.items() if k[2] == "errors"})
+    if errs:
+        print("(!): rs-stream's server reported ERRORS (a message out of order or a")
+        print("failed receive) in %s." % ", ".join(
+            "%s at %s (%d of %d rounds)" % (t, size_name(s), len(vals[(t, s, "errors")]),
+                                           len(rounds)) for t, s in errs))
+    print()
+    print("Targets:")
+    print()
+    for what, size, metric, tool, want in TARGETS:
+        r = ratio(med(tool, size, metric), med("perftest", size, metric))
+        sp = spread(tool, size, metric)
+        print("* %s, %s: %s x perftest (target >= %.1f): %s%s" % (
+            what, dict(TOOLS)[tool], fmt(r), want,
+            "n/a" if r is None else "met" if r >= want else "missed",
+            "" if sp is None else "; spread over rounds %.0f%%" % (sp * 100)))
+    print()
+    print("rdmashare against RDS and rsocket (rdmashare: the better of 1 and 8 ACs")
+    print("for bandwidth; latency by the mean, the only figure all tools give):")
+    print()
+    for size in sizes:
+        rs_bw = max([v for v in (med("rdmashare-1ac", size, "bw_MBps"),
+                                 med("rdmashare-8ac", size, "bw_MBps")) if v is not None],
+                    default=None)
+        rs_lat = med("rdmashare-1ac", size, "lat_mean_us")
+        for other in ("rds", "rsocket"):
+            o_bw = med(other, size, "bw_MBps")
+            o_lat = med(other, size, "lat_mean_us")
+            res = []
+            if rs_bw is not None and o_bw:
+                res.append("bandwidth %s x (%s)" % (
+                    fmt(rs_bw / o_bw), "beats" if rs_bw > o_bw else "does not beat"))
+            if rs_lat and o_lat:
+                res.append("latency %s x (%s)" % (
+                    fmt(rs_lat / o_lat), "beats" if rs_lat < o_lat else "does not beat"))
+            print("* %s, vs %s: %s" % (size_name(size), dict(TOOLS)[other],
+                                       "; ".join(res) if res else "n/a"))
+
+
+if __name__ == "__main__":
+    main()

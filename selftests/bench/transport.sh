@@ -1,0 +1,66 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make bench-transport (part of make bench): rdmashare's transport against
+# raw verbs (perftest), RDS over rxe, rsocket and TCP, all measured in one
+# boot of one guest (Debian's 6.12 under QEMU, Soft-RoCE loopback), then
+# reported as ratios to perftest.  See Documentation/benchmarks.rst.
+#
+# Builds nothing: run make first.  Results: $RS_BUILD/bench/transport
+# (default build/bench/transport): the guest's transport.tsv and raw logs
+# under a/, and transport-table.rst, the table printed at the end.
+#
+# Environment: RS_BENCH_MODULE (default kmod/rdmashare.ko, built for the
+# 6.12 kernel), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
+# RS_BENCH_TIME and RS_BENCH_PARTS (see transport-guest.sh).
+
+set -euo pipefail
+. "$(dirname "$0")/../vm/lib.sh"
+
+B=${RS_BUILD:-$RS_TOP/build}
+out=$B/bench/transport
+module=${RS_BENCH_MODULE:-$RS_TOP/kmod/rdmashare.ko}
+here=$RS_TOP/selftests/bench
+
+kver=$(rs_stock_kver 6.12) || rs_die "Debian's 6.12 kernel is not installed (run: make deps)"
+[ -e "$module" ] || rs_die "no module at $module (run: make)"
+vermagic=$(modinfo -F vermagic "$module" | cut -d' ' -f1)
+[ "$vermagic" = "$kver" ] ||
+	rs_die "$module is built for $vermagic, the guest runs $kver (RS_BENCH_MODULE=...)"
+for f in rs-stream rs-pingpong; do
+	[ -x "$RS_TOP/userlib/build/$f" ] || rs_die "no userlib/build/$f (run: make)"
+done
+for f in ib_send_bw ib_send_lat qperf rstream python3; do
+	command -v "$f" >/dev/null || rs_die "$f is missing (run: make deps)"
+done
+
+env=
+for v in RS_BENCH_REPEAT RS_BENCH_SCALE RS_BENCH_TIME RS_BENCH_PARTS; do
+	[ -z "${!v:-}" ] || env+="$v='${!v}' "
+done
+
+rm -rf "$out"
+mkdir -p "$out"
+rs_log "bench: transport benchmark in one $kver guest (about 10 minutes)"
+{
+	echo "host $(uname -r), $(nproc) CPUs, $(date -u +%FT%TZ)"
+	echo "rdmashare $(git -C "$RS_TOP" describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "module $module srcversion $(modinfo -F srcversion "$module")"
+	dpkg-query -W -f='${Package} ${Version}\n' perftest qperf rdmacm-utils \
+		rdma-core qemu-system-x86 2>/dev/null || true
+} >"$out/host-env.txt"
+rc=0
+bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$module" --timeout 1500 --out "$out" \
+	-- "${env}bash $here/transport-guest.sh" >"$out/run-vm.log" 2>&1 || rc=$?
+grep -E '^\[bench\]|^\[rdmashare\]' "$out/run-vm.log" || true
+if [ ! -s "$out/a/transport.tsv" ]; then
+	tail -n 40 "$out/run-vm.log" >&2
+	rs_die "bench: no results (log: $out/run-vm.log)"
+fi
+echo
+python3 "$here/transport-table.py" "$out/a/transport.tsv" "$out/a/transport-env.txt" \
+	"$out/host-env.txt" | tee "$out/transport-table.rst"
+echo
+rs_log "bench: results in $out"
+[ "$rc" = 0 ] || rs_log "bench: the guest run failed (exit $rc): see the FAILED lines above and $out/run-vm.log"
+exit "$rc"
