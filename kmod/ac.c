@@ -29,11 +29,11 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 
+#include "actable.h"
 #include "transport.h"
 
 /* Connection ids, host-wide; 0 is never used. */
-static DEFINE_XARRAY_ALLOC1(rs_conns);
-static u32 rs_conns_next;
+static struct rs_actable rs_conns = RS_ACTABLE_INIT(rs_conns, true);
 /* Listening ACs by service port. */
 static DEFINE_XARRAY(rs_ports);
 
@@ -52,7 +52,7 @@ struct rs_file *rs_file_alloc(void)
 	rs_rings_init(rf);
 	kref_init(&rf->ref);
 	mutex_init(&rf->ac_lock);
-	xa_init_flags(&rf->acs, XA_FLAGS_ALLOC1);
+	rs_actable_init(&rf->acs, false);
 	rf->sched_weight = RS_SCHED_WEIGHT_DEFAULT;
 	spin_lock_init(&rf->rx_lock);
 	return rf;
@@ -62,8 +62,7 @@ static void rs_file_free(struct kref *ref)
 {
 	struct rs_file *rf = container_of(ref, struct rs_file, ref);
 
-	WARN_ON(!xa_empty(&rf->acs));
-	xa_destroy(&rf->acs);
+	rs_actable_destroy(&rf->acs);
 	rs_rings_free(rf);
 	kfree(rf);
 }
@@ -116,19 +115,16 @@ static int rs_ac_add_to_file(struct rs_file *rf, struct rs_ac *ac)
 {
 	int ret;
 
+	kref_get(&ac->ref);
 	mutex_lock(&rf->ac_lock);
-	if (rf->closing) {
+	if (rf->closing)
 		ret = -EBADF;
-	} else if (rf->nr_acs >= READ_ONCE(rs_max_acs_per_file)) {
-		ret = -EMFILE;
-	} else {
-		ret = xa_alloc(&rf->acs, &ac->fid, ac, xa_limit_31b, GFP_KERNEL);
-		if (!ret) {
-			rf->nr_acs++;
-			kref_get(&ac->ref);
-		}
-	}
+	else
+		ret = rs_actable_add(&rf->acs, ac, &ac->fid,
+				     READ_ONCE(rs_max_acs_per_file), GFP_KERNEL);
 	mutex_unlock(&rf->ac_lock);
+	if (ret)
+		rs_ac_put(ac);
 	return ret;
 }
 
@@ -137,29 +133,22 @@ static void rs_ac_del_from_file(struct rs_ac *ac)
 	struct rs_file *rf = ac->rf;
 	bool found;
 
-	/*
-	 * Only if it is there: an AC that never got an id has fid 0, which
-	 * may be another AC's.
-	 */
 	mutex_lock(&rf->ac_lock);
-	found = xa_cmpxchg(&rf->acs, ac->fid, ac, NULL, 0) == ac;
-	if (found)
-		rf->nr_acs--;
+	found = rs_actable_del(&rf->acs, ac->fid, ac);
 	mutex_unlock(&rf->ac_lock);
 	if (found)
 		rs_ac_put(ac);
 }
 
+static bool rs_ac_get_any(void *entry, void *arg)
+{
+	kref_get(&((struct rs_ac *)entry)->ref);
+	return true;
+}
+
 static struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid)
 {
-	struct rs_ac *ac;
-
-	xa_lock(&rf->acs);
-	ac = xa_load(&rf->acs, fid);
-	if (ac)
-		kref_get(&ac->ref);
-	xa_unlock(&rf->acs);
-	return ac;
+	return rs_actable_get(&rf->acs, fid, rs_ac_get_any, NULL);
 }
 
 /* A host-wide connection id; the table holds a reference. */
@@ -167,33 +156,34 @@ static int rs_ac_add_conn(struct rs_ac *ac)
 {
 	int ret;
 
-	ret = xa_alloc_cyclic(&rs_conns, &ac->id, ac, xa_limit_32b, &rs_conns_next,
-			      GFP_KERNEL);
-	if (ret < 0)
-		return ret;
 	kref_get(&ac->ref);
-	return 0;
+	ret = rs_actable_add(&rs_conns, ac, &ac->id, U32_MAX, GFP_KERNEL);
+	if (ret)
+		rs_ac_put(ac);
+	return ret;
 }
 
 static void rs_ac_del_conn(struct rs_ac *ac)
 {
-	if (ac->id && xa_cmpxchg(&rs_conns, ac->id, ac, NULL, 0) == ac)
+	if (rs_actable_del(&rs_conns, ac->id, ac))
 		rs_ac_put(ac);
+}
+
+/* Only an AC pinned to the QP the message came on. */
+static bool rs_ac_get_on_qp(void *entry, void *arg)
+{
+	struct rs_ac *ac = entry;
+
+	if (ac->qp != arg)
+		return false;
+	kref_get(&ac->ref);
+	return true;
 }
 
 /* The AC @id of a message that arrived on @qp, if it belongs there. */
 static struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
 {
-	struct rs_ac *ac;
-
-	xa_lock(&rs_conns);
-	ac = xa_load(&rs_conns, id);
-	if (ac && ac->qp == qp)
-		kref_get(&ac->ref);
-	else
-		ac = NULL;
-	xa_unlock(&rs_conns);
-	return ac;
+	return rs_actable_get(&rs_conns, id, rs_ac_get_on_qp, qp);
 }
 
 static void rs_rx_unreserve(struct rs_ac *ac);
@@ -1043,20 +1033,35 @@ static void rs_ac_abort(struct rs_ac *ac)
 /* The application's weight, on every QP where it has ACs and later ones. */
 static void rs_file_set_weight(struct rs_file *rf, u32 weight)
 {
-	unsigned long fid;
 	struct rs_ac *ac;
+	u32 fid;
 
 	mutex_lock(&rf->ac_lock);
 	rf->sched_weight = weight;
-	xa_for_each(&rf->acs, fid, ac) {
-		if (!ac->qp)
-			continue;
-		spin_lock_irq(&ac->qp->lock);
-		if (ac->group)
-			rs_sched_group_set_weight(&ac->group->g, weight);
-		spin_unlock_irq(&ac->qp->lock);
-	}
 	mutex_unlock(&rf->ac_lock);
+	for (fid = 1; (ac = rs_actable_next(&rf->acs, &fid, rs_ac_get_any, NULL)); fid++) {
+		if (ac->qp) {
+			spin_lock_irq(&ac->qp->lock);
+			if (ac->group)
+				rs_sched_group_set_weight(&ac->group->g, weight);
+			spin_unlock_irq(&ac->qp->lock);
+		}
+		rs_ac_put(ac);
+	}
+}
+
+/* @s: the scheduler of the AC's QP (its lock held), or NULL before it has one. */
+static void rs_ac_set_sched(struct rs_ac *ac, struct rs_sched *s,
+			    const struct rdmashare_ac_set *a)
+{
+	if (a->flags & RDMASHARE_AC_SET_WEIGHT)
+		rs_sched_entity_set_weight(&ac->se, a->weight);
+	if (!(a->flags & RDMASHARE_AC_SET_BAND))
+		return;
+	if (s)
+		rs_sched_entity_set_band(s, &ac->se, a->band);
+	else
+		WRITE_ONCE(ac->se.band, a->band);
 }
 
 int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
@@ -1086,18 +1091,13 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 		return -ENOENT;
 	/* Pinned ACs change under the QP's lock; the others have no QP yet. */
 	qp = READ_ONCE(ac->qp);
-	if (qp)
+	if (qp) {
 		spin_lock_irq(&qp->lock);
-	if (a->flags & RDMASHARE_AC_SET_WEIGHT)
-		rs_sched_entity_set_weight(&ac->se, a->weight);
-	if (a->flags & RDMASHARE_AC_SET_BAND) {
-		if (qp)
-			rs_sched_entity_set_band(&qp->sched, &ac->se, a->band);
-		else
-			WRITE_ONCE(ac->se.band, a->band);
-	}
-	if (qp)
+		rs_ac_set_sched(ac, &qp->sched, a);
 		spin_unlock_irq(&qp->lock);
+	} else {
+		rs_ac_set_sched(ac, NULL, a);
+	}
 	rs_ac_put(ac);
 	return 0;
 }
@@ -1108,14 +1108,17 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 void rs_file_release(struct rs_file *rf)
 {
 	struct rs_ac *ac;
-	unsigned long id;
+	u32 id;
 
 	mutex_lock(&rf->ac_lock);
 	rf->closing = true;
 	mutex_unlock(&rf->ac_lock);
 
-	xa_for_each(&rf->acs, id, ac) {
-		kref_get(&ac->ref);
+	/*
+	 * A reference taken under the table's lock: a CLOSE completing now
+	 * takes its AC out of the table, and may drop its last reference.
+	 */
+	for (id = 1; (ac = rs_actable_next(&rf->acs, &id, rs_ac_get_any, NULL)); id++) {
 		if (READ_ONCE(ac->state) == RS_AC_LISTEN)
 			rs_ac_close_listener(ac);
 		else

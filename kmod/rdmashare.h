@@ -15,6 +15,8 @@
 #include <linux/xarray.h>
 #include <uapi/linux/rdmashare.h>
 
+#include "actable.h"
+
 struct ib_device;
 struct ib_pd;
 struct ib_srq;
@@ -97,8 +99,7 @@ struct rs_rings {
  * @acct_pages: pages charged to @user
  * @ref: the file and each of its ACs hold one
  * @ac_lock: AC table changes and listener backlogs
- * @acs: the file's ACs by file-local id
- * @nr_acs: entries in @acs
+ * @acs: the file's ACs by file-local id (additions under @ac_lock)
  * @closing: release has started; no new ACs
  * @rx_lock: the receive slots and every AC's receive state
  * @rx_slots: receive slots, each @rx_slot_size bytes from @rx_offset in @data
@@ -132,8 +133,7 @@ struct rs_file {
 
 	struct kref ref;
 	struct mutex ac_lock;		/* AC table and backlogs */
-	struct xarray acs;
-	u32 nr_acs;
+	struct rs_actable acs;
 	bool closing;
 	u32 sched_weight;		/* the application's, under ac_lock */
 

@@ -420,8 +420,9 @@ TEST_F_TIMEOUT(sched, equal_shares, 600)
 /*
  * Four processes, one AC each, AC weights 1:2:4:8 (flat mode, where each AC
  * stands alone): each share within 5% of its target.  The credit window
- * must cover what an AC can send while its credits travel back, or the
- * window, not the scheduler, sets its rate.
+ * must cover what an AC can send while its credits travel back (through a
+ * receiver that may lag behind on a busy guest), or the window, not the
+ * scheduler, sets its rate.
  */
 TEST_F_TIMEOUT(sched, weighted_shares, 600)
 {
@@ -432,7 +433,7 @@ TEST_F_TIMEOUT(sched, weighted_shares, 600)
 	double share, target;
 
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sched_mode", "flat"));
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "64"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "256"));
 	rs = listen_on(SHARE_PORT + 1, &l);
 	ASSERT_NE(NULL, rs);
 	for (i = 0; i < 4; i++) {
