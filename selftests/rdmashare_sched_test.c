@@ -477,7 +477,7 @@ TEST_F_TIMEOUT(sched, two_level_shares, 600)
 		acs[i] = rdmashare_accept(rs, l, 30000);
 		ASSERT_LE(0, acs[i]);
 	}
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "64"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "256"));
 	self->pids[self->npids] = start_sender(_metadata, SHARE_PORT + 2, 1, NULL, SHARE_MSG);
 	ASSERT_LT(0, self->pids[self->npids++]);
 	acs[100] = rdmashare_accept(rs, l, 30000);
