@@ -35,10 +35,17 @@ peer-again)
 	timeout $BACK "$bin/rs-pingpong" -s -p 7301 || fail "ping-pong server"
 	;;
 client)
-	start=$(date +%s)
-	# Far more data than can go in the time the peer lives.
-	timeout 200 "$bin/rs-stream" -c "$RS_PEER_IP" -p 7300 -a 8 -l 65536 -n 100000
-	rc=$?
+	# Far more data than can go in the time the peer lives.  The peer's
+	# server may not listen yet: try again while refused.
+	for i in $(seq 30); do
+		start=$(date +%s)
+		timeout -k 5 200 "$bin/rs-stream" -c "$RS_PEER_IP" -p 7300 -a 8 \
+			-l 65536 -n 100000 >/tmp/stream.log 2>&1
+		rc=$?
+		grep -q "refused" /tmp/stream.log || break
+		sleep 1
+	done
+	cat /tmp/stream.log
 	end=$(date +%s)
 	[ "$rc" != 0 ] || fail "the stream completed although the peer vanished"
 	[ "$rc" != 124 ] || fail "the ACs never failed"
@@ -48,7 +55,7 @@ client)
 	# The peer boots again; connect until its server is up.
 	t0=$(date +%s)
 	while :; do
-		timeout 60 "$bin/rs-pingpong" -c "$RS_PEER_IP" -p 7301 -n 100 -l 4000 \
+		timeout -k 5 60 "$bin/rs-pingpong" -c "$RS_PEER_IP" -p 7301 -n 100 -l 4000 \
 			>/tmp/pp.log 2>&1 && break
 		[ $(( $(date +%s) - t0 )) -lt $BACK ] ||
 			{ cat /tmp/pp.log; fail "no connect to the rebooted peer in $BACK s"; }
