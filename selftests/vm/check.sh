@@ -131,12 +131,15 @@ want vm-6.1 && vm_stage vm-6.1 6.1 "$B/6.1/kmod/rdmashare.ko"
 want vm-6.12 && vm_stage vm-6.12 6.12 "$B/6.12/kmod/rdmashare.ko"
 want vm-debug && vm_stage vm-debug debug "$B/debug/kmod/rdmashare.ko" \
 	--kunit "$B/debug/kmod/tests/rdmashare_kunit.ko"
-# pair_stage NAME KERNEL MODULE: the two-guest tests.
+# pair_stage NAME KERNEL MODULE: the two-guest tests.  Each guest's results
+# (console, kernel log, output) stay in $LOGS/NAME.vm for a post-mortem.
 pair_stage() {
 	local name=$1 kernel=$2 module=$3 t0 st=$RS_TOP/selftests
 	t0=$(date +%s)
+	rm -rf "$LOGS/$name.vm"
 	if bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" \
-		--timeout 400 --peer "$st/pair_smoke.sh peer && $st/pair_peerloss.sh peer" \
+		--out "$LOGS/$name.vm" --timeout 400 \
+		--peer "$st/pair_smoke.sh peer && $st/pair_peerloss.sh peer" \
 		--peer-reboot "$st/pair_peerloss.sh peer-again" \
 		-- "$st/pair_smoke.sh client && $st/pair_peerloss.sh client" \
 		>"$LOGS/$name.log" 2>&1; then
