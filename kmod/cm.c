@@ -145,22 +145,14 @@ static void rs_qp_sched_params(struct rs_qp *qp)
 			    READ_ONCE(rs_sched_flat));
 }
 
-/* A scheduler tunable changed: every QP uses the new values from now on. */
-void rs_qps_sched_changed(void)
+/* Called with rs_peers_lock held: a scheduler tunable changed. */
+void rs_qp_sched_changed(struct rs_qp *qp)
 {
-	struct rs_peer *peer;
-	struct rs_qp *qp;
-
-	mutex_lock(&rs_peers_lock);
-	list_for_each_entry(peer, &rs_peers, node)
-		list_for_each_entry(qp, &peer->qps, peer_node) {
-			spin_lock_irq(&qp->lock);
-			rs_qp_sched_params(qp);
-			spin_unlock_irq(&qp->lock);
-			/* e.g. split back on: what waited may go now. */
-			rs_qp_kick(qp);
-		}
-	mutex_unlock(&rs_peers_lock);
+	spin_lock_irq(&qp->lock);
+	rs_qp_sched_params(qp);
+	spin_unlock_irq(&qp->lock);
+	/* e.g. split back on: what waited may go now. */
+	rs_qp_kick(qp);
 }
 
 /*

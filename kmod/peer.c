@@ -11,7 +11,7 @@
 
 /* Protects rs_peers and every peer's list of QPs. */
 DEFINE_MUTEX(rs_peers_lock);
-LIST_HEAD(rs_peers);
+static LIST_HEAD(rs_peers);
 
 /* Same address, whatever the ports. */
 bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b)
@@ -72,6 +72,19 @@ void rs_peers_idle_changed(void)
 	list_for_each_entry(peer, &rs_peers, node)
 		list_for_each_entry(qp, &peer->qps, peer_node)
 			rs_qp_idle_changed(qp);
+	mutex_unlock(&rs_peers_lock);
+}
+
+/* A scheduler tunable changed: every QP uses the new values from now on. */
+void rs_qps_sched_changed(void)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+
+	mutex_lock(&rs_peers_lock);
+	list_for_each_entry(peer, &rs_peers, node)
+		list_for_each_entry(qp, &peer->qps, peer_node)
+			rs_qp_sched_changed(qp);
 	mutex_unlock(&rs_peers_lock);
 }
 

@@ -183,7 +183,7 @@ void rs_tunables_init(void);
 extern unsigned int rs_sched_latency_quantum;
 extern bool rs_sched_flat;
 void rs_peers_idle_changed(void);	/* peer.c */
-void rs_qps_sched_changed(void);	/* cm.c */
+void rs_qps_sched_changed(void);	/* peer.c */
 
 /* rings.c: the per-file rings and data area */
 void rs_rings_init(struct rs_file *rf);

@@ -284,6 +284,7 @@ void rs_qp_put(struct rs_qp *qp);
 void rs_qp_down(struct rs_qp *qp, int error);
 void rs_qp_unwait(struct rs_qp *qp);
 void rs_qp_idle_changed(struct rs_qp *qp);
+void rs_qp_sched_changed(struct rs_qp *qp);
 void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare);
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);
 void rs_qps_down_device(struct rs_device *rdev);
@@ -294,7 +295,6 @@ void rs_peer_put(struct rs_peer *peer);
 void rs_peers_down(struct rs_device *rdev);
 bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b);
 extern struct mutex rs_peers_lock;
-extern struct list_head rs_peers;
 
 /* sender.c */
 int rs_qp_tx_init(struct rs_qp *qp);
