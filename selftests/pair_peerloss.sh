@@ -47,6 +47,7 @@ client)
 	done
 	cat /tmp/stream.log
 	end=$(date +%s)
+	! grep -q "refused" /tmp/stream.log || fail "the peer's stream server never listened"
 	[ "$rc" != 0 ] || fail "the stream completed although the peer vanished"
 	[ "$rc" != 124 ] || fail "the ACs never failed"
 	echo "pair_peerloss (client): stream failed after $((end - start)) s (peer gone after ~10 s)"

@@ -86,9 +86,8 @@ vm_stage() {
 		ok "$name: guest verdict (kernel log, unload, kmemleak)"
 	else
 		bad "$name: guest verdict, log: $log"
-		grep -E '^\[rdmashare\] vm .*FAIL' "$log" | sed 's/^/    /'
-		grep -E 'BUG:|WARNING:|Oops|KASAN|UBSAN|locking|unreferenced object|rmmod' "$log" |
-			head -n 20 | sed 's/^/    /'
+		grep -E '^\[rdmashare\] vm .*FAIL|^  \| ' "$log" | head -n 45 | sed 's/^/    /'
+		grep -E 'unreferenced object|rmmod' "$log" | head -n 20 | sed 's/^/    /'
 	fi
 }
 
@@ -146,7 +145,9 @@ pair_stage() {
 		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, peer power-off and reconnect ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "$name: two $kernel guests, log: $LOGS/$name.log"
-		grep -vE '^\[ +[0-9]+\.' "$LOGS/$name.log" | tail -n 40 | sed 's/^/    /'
+		# The first kernel problem (run-vm.sh quotes it), then the outputs.
+		grep -E '^  \| ' "$LOGS/$name.log" | head -n 45 | sed 's/^/    /'
+		grep -vE '^\[ +[0-9]+\.|^  \| ' "$LOGS/$name.log" | tail -n 40 | sed 's/^/    /'
 	fi
 }
 want vm-pair && pair_stage vm-pair 6.12 "$B/6.12/kmod/rdmashare.ko"

@@ -234,7 +234,13 @@ pids=()
 elapsed=$(( $(date +%s) - start ))
 
 # Verdict per guest.
-problems='BUG:|WARNING:|Oops|KASAN|UBSAN|general protection|Kernel panic|possible (circular|recursive) locking|inconsistent lock state|lock held when returning|suspicious RCU usage|INFO: task .* blocked|kmemleak: .* new suspected|unreferenced object|list_(add|del) corruption|ODEBUG:'
+problems='BUG:|PANIC:|WARNING:|Oops|KASAN|UBSAN|general protection|Kernel panic|possible (circular|recursive) locking|inconsistent lock state|lock held when returning|suspicious RCU usage|INFO: task .* blocked|kmemleak: .* new suspected|unreferenced object|list_(add|del) corruption|ODEBUG:'
+# The first problem in a kernel log, quoted so that filters on kernel log
+# lines ("[    1.234567] ...") do not hide it.
+excerpt() {
+	grep -m1 -A40 -E "$problems" "$1" | sed 's/^/  | /' >&2
+}
+
 report() {
 	local g=$1 w=$out/$1 rc why=
 	rc=$(cat "$w/rc" 2>/dev/null || echo none)
@@ -242,11 +248,13 @@ report() {
 		# Powered off on purpose: no results but its console.
 		if [ ! -e "$w/poweroff" ]; then
 			why="the peer did not power off as --peer-reboot expects"
-		elif grep -qE "$problems" "$w/console.log"; then
-			why="kernel log shows a problem"
+		fi
+		if grep -qE "$problems" "$w/console.log"; then
+			why="${why:+$why; }kernel log shows a problem"
 		fi
 		if [ -n "$why" ]; then
 			echo "[rdmashare] vm $kernel guest $g: FAIL: $why" >&2
+			excerpt "$w/console.log"
 			return 1
 		fi
 		return 0
@@ -274,6 +282,11 @@ report() {
 	fi
 	if [ -n "$why" ]; then
 		echo "[rdmashare] vm $kernel guest $g: FAIL: $why" >&2
+		if [ -e "$w/dmesg.log" ]; then
+			excerpt "$w/dmesg.log"
+		else
+			excerpt "$w/console.log"
+		fi
 		return 1
 	fi
 	return 0
