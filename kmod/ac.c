@@ -19,6 +19,11 @@
  *
  * Completions: each AC holds one CQ reservation for its CLOSED completion;
  * each operation holds one from its SQE (submit.c).
+ *
+ * Close: a CLOSE message tells the peer that this end is gone; one flagged
+ * RS_F_HALF (an RDMASHARE_OP_SHUTDOWN) only that no more data comes.  The
+ * receiving end of a HALF stays open for sending and posts its CLOSED
+ * completion flagged RDMASHARE_CQE_F_HALF.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -151,6 +156,26 @@ static struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid)
 	return rs_actable_get(&rf->acs, fid, rs_ac_get_any, NULL);
 }
 
+/* Only an AC whose id the application was given. */
+static bool rs_ac_get_handed_out(void *entry, void *arg)
+{
+	struct rs_ac *ac = entry;
+
+	if (!READ_ONCE(ac->handed_out))
+		return false;
+	kref_get(&ac->ref);
+	return true;
+}
+
+/*
+ * The AC @fid as the application may name it: not one whose CONNECT is
+ * still running, nor one waiting in a backlog for ACCEPT.
+ */
+static struct rs_ac *rs_ac_lookup_user(struct rs_file *rf, u32 fid)
+{
+	return rs_actable_get(&rf->acs, fid, rs_ac_get_handed_out, NULL);
+}
+
 /* A host-wide connection id; the table holds a reference. */
 static int rs_ac_add_conn(struct rs_ac *ac)
 {
@@ -244,7 +269,8 @@ static void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
 
 /* ---- completions ---- */
 
-static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int res)
+static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int res,
+		      u16 flags)
 {
 	struct rdmashare_cqe cqe = {
 		.user_data = user_data,
@@ -252,6 +278,7 @@ static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int r
 		.ac = ac->fid,
 		.type = type,
 		.opcode = opcode,
+		.flags = flags,
 	};
 
 	rs_cq_post(ac->rf, &cqe);
@@ -261,8 +288,23 @@ static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int r
 static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
 	rs_ac_cqe(ac, RDMASHARE_CQE_OP, op->opcode, op->user_data,
-		  res ? res : (op->opcode == RDMASHARE_OP_SEND ? (int)op->len : 0));
+		  res ? res : (op->opcode == RDMASHARE_OP_SEND ? (int)op->len : 0), 0);
 	kfree(op);
+}
+
+/*
+ * The AC's CQ reservation for its CLOSED completion: true for the one caller
+ * that gets to post the completion or give the reservation back.
+ */
+static bool rs_ac_take_cqe(struct rs_ac *ac)
+{
+	bool first;
+
+	mutex_lock(&ac->rf->ac_lock);
+	first = !ac->cqe_used;
+	ac->cqe_used = true;
+	mutex_unlock(&ac->rf->ac_lock);
+	return first;
 }
 
 /*
@@ -297,9 +339,9 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
 /*
  * Close @ac for @error; true for the one caller that did.  The CLOSED
  * completion is posted when the application has the AC and did not close it
- * itself (@by_app); otherwise its CQ reservation is returned.  An AC still in
- * a listener's backlog keeps the reservation: ACCEPT or the listener's close
- * decides, under the same lock.
+ * itself (@by_app), unless a HALF one was; otherwise its CQ reservation is
+ * returned.  An AC still in a listener's backlog keeps the reservation:
+ * ACCEPT or the listener's close decides, under the same lock.
  */
 static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 {
@@ -320,10 +362,10 @@ static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	wake_up_all(&ac->wait);
 
 	rs_ac_finish(ac, error ?: -EPIPE);
-	if (in_backlog)
+	if (in_backlog || !rs_ac_take_cqe(ac))
 		return true;
 	if (old == RS_AC_OPEN && !by_app)
-		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, error);
+		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, error, 0);
 	else
 		rs_cq_unreserve(rf, 1);
 	return true;
@@ -371,6 +413,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 		goto out_put;
 	}
 	kref_get(&ac->ref);		/* the port table's */
+	WRITE_ONCE(ac->handed_out, true);
 	l->ac = ac->fid;
 out_put:
 	rs_ac_put(ac);
@@ -502,6 +545,7 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 						READ_ONCE(ac->state) != RS_AC_CONNECTING,
 						max_t(long, deadline - jiffies, 1));
 	if (READ_ONCE(ac->state) == RS_AC_OPEN) {
+		WRITE_ONCE(ac->handed_out, true);
 		c->ac = ac->fid;
 		rs_ac_put(ac);
 		return 0;
@@ -570,7 +614,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 		return -EINVAL;
 	if ((a->flags & RDMASHARE_ACCEPT_NONBLOCK) && a->timeout_ms)
 		return -EINVAL;
-	l = rs_ac_lookup_fid(rf, a->listen_ac);
+	l = rs_ac_lookup_user(rf, a->listen_ac);
 	if (!l)
 		return -ENOENT;
 	if (l->state != RS_AC_LISTEN) {
@@ -597,20 +641,22 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 	if (!ac)
 		return -EAGAIN;
 
+	WRITE_ONCE(ac->handed_out, true);
 	a->ac = ac->fid;
 	rs_addr_to_user(&ac->qp->peer->addr, &a->peer);
 	/*
 	 * An AC that closed in the backlog is handed out all the same: its
 	 * CLOSED completion tells the application.
 	 */
-	if (closed)
-		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, ac->error);
+	if (closed && rs_ac_take_cqe(ac))
+		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, ac->error, 0);
 	rs_ac_put(ac);			/* the backlog's */
 	return 0;
 }
 
 /* ---- operations from the SQ ---- */
 
+/* SEND, SHUTDOWN, or CLOSE of an open AC: queued for the sender. */
 static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 {
 	struct rs_file *rf = ac->rf;
@@ -633,15 +679,24 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	op->len = sqe->len;
 
 	spin_lock_irq(&ac->qp->lock);
-	if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
+	if (ac->peer_closed)
+		err = -EPIPE;
+	else if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
 		err = ac->error ?: -ENOTCONN;
-	else if (ac->peer_closed || ac->close_queued)
+	else if (ac->close_queued || (ac->shut_queued && op->opcode != RDMASHARE_OP_CLOSE))
 		err = -EPIPE;
 	if (!err) {
-		if (op->opcode == RDMASHARE_OP_SEND)
+		switch (op->opcode) {
+		case RDMASHARE_OP_SEND:
 			op->seq = ac->tx_seq++;
-		else
+			break;
+		case RDMASHARE_OP_CLOSE:
 			ac->close_queued = true;
+			fallthrough;
+		default:
+			ac->shut_queued = true;
+			break;
+		}
 		list_add_tail(&op->node, &ac->sendq);
 		if (rs_ac_can_send(ac))
 			rs_sched_enqueue(&ac->qp->sched, &ac->se);
@@ -673,10 +728,10 @@ static void rs_ac_close_listener(struct rs_ac *l)
 		ac = rs_backlog_pop(l, &closed);
 		if (!ac)
 			break;
-		if (closed)
-			rs_cq_unreserve(rf, 1);
-		else
+		if (!closed)
 			rs_ac_abort(ac);
+		else if (rs_ac_take_cqe(ac))
+			rs_cq_unreserve(rf, 1);
 		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);		/* the backlog's */
 	}
@@ -693,8 +748,11 @@ static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		rs_complete_op(rf, sqe, 0);
 		return;
 	case RS_AC_OPEN:
-		if (!ac->peer_closed) {
-			/* Completes when the CLOSE message went out. */
+		if (!READ_ONCE(ac->peer_closed)) {
+			/*
+			 * Completes when the CLOSE message went out, after a
+			 * SHUTDOWN too: the peer may still send until then.
+			 */
 			rs_ac_send(ac, sqe);
 			return;
 		}
@@ -712,6 +770,7 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 {
 	struct rs_rx_slot *slot;
 	struct rs_ac *ac;
+	bool to_ac;
 	u64 off;
 	u32 idx;
 
@@ -737,15 +796,20 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 	rf->rx_free[rf->nr_rx_free++] = idx;
 	spin_unlock_irq(&rf->rx_lock);
 
-	/* The slot goes back to its AC, and a credit to the sender. */
+	/*
+	 * The slot goes back to its AC, and a credit to the sender; to the
+	 * file if the AC receives no more.
+	 */
 	ac = rs_ac_lookup_fid(rf, sqe->ac);
 	spin_lock_irq(&rf->rx_lock);
-	if (ac && READ_ONCE(ac->state) == RS_AC_OPEN && !ac->peer_closed)
+	to_ac = ac && READ_ONCE(ac->state) == RS_AC_OPEN && !READ_ONCE(ac->peer_closed) &&
+		!READ_ONCE(ac->peer_shut);
+	if (to_ac)
 		ac->rx_reserved++;
 	else
 		rf->rx_unreserved++;
 	spin_unlock_irq(&rf->rx_lock);
-	if (ac && READ_ONCE(ac->state) == RS_AC_OPEN && !ac->peer_closed) {
+	if (to_ac) {
 		spin_lock_irq(&ac->qp->lock);
 		ac->credits_out++;
 		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
@@ -760,30 +824,29 @@ inval:
 	rs_complete_op(rf, sqe, -EINVAL);
 }
 
-/* SEND, RELEASE and CLOSE from submit.c; each completes exactly once. */
+/* SEND, RELEASE, CLOSE and SHUTDOWN from submit.c; each completes once. */
 void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 {
+	bool ctrl = sqe->opcode != RDMASHARE_OP_SEND;
 	struct rs_ac *ac;
 
 	if (sqe->opcode == RDMASHARE_OP_RELEASE) {
 		rs_ac_release_slot(rf, sqe);
 		return;
 	}
-	ac = rs_ac_lookup_fid(rf, sqe->ac);
+	ac = rs_ac_lookup_user(rf, sqe->ac);
 	if (!ac) {
 		rs_complete_op(rf, sqe, -ENOENT);
 		return;
 	}
-	if (sqe->opcode == RDMASHARE_OP_CLOSE) {
-		if (sqe->addr || sqe->len)
-			rs_complete_op(rf, sqe, -EINVAL);
-		else
-			rs_ac_close(ac, sqe);
-	} else if (READ_ONCE(ac->state) == RS_AC_LISTEN) {
+	if (ctrl && (sqe->addr || sqe->len))
 		rs_complete_op(rf, sqe, -EINVAL);
-	} else {
+	else if (sqe->opcode == RDMASHARE_OP_CLOSE)
+		rs_ac_close(ac, sqe);
+	else if (READ_ONCE(ac->state) == RS_AC_LISTEN)
+		rs_complete_op(rf, sqe, -EINVAL);
+	else
 		rs_ac_send(ac, sqe);
-	}
 	rs_ac_put(ac);
 }
 
@@ -871,6 +934,18 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 		goto out_discard;
 	}
 	mutex_lock(&rf->ac_lock);
+	if (l->state != RS_AC_LISTEN) {
+		/*
+		 * The listener closed meanwhile.  Its ACCEPT may have gone out:
+		 * a CLOSE for the peer's end if so, a REJECT if not.
+		 */
+		mutex_unlock(&rf->ac_lock);
+		rs_ac_abort(ac);
+		rs_ac_del_from_file(ac);
+		rs_ac_put(ac);
+		error = ECONNREFUSED;
+		goto out_put_l;
+	}
 	kref_get(&ac->ref);		/* the backlog's */
 	list_add_tail(&ac->backlog_node, &l->backlog);
 	l->backlog_len++;
@@ -890,6 +965,26 @@ reject:
 	rs_qp_stray(qp, m->src_conn, 0, error);
 }
 
+/*
+ * The peer sends no more (its SHUTDOWN), and said so after its last chunk:
+ * the AC's CLOSED completion, flagged HALF, follows the last RECV.  The AC
+ * stays open for sending.
+ */
+static void rs_ac_peer_shut(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	bool post;
+
+	WRITE_ONCE(ac->peer_shut, true);
+	mutex_lock(&rf->ac_lock);
+	post = ac->state == RS_AC_OPEN && !ac->cqe_used;
+	if (post)
+		ac->cqe_used = true;
+	mutex_unlock(&rf->ac_lock);
+	if (post)
+		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, 0, RDMASHARE_CQE_F_HALF);
+}
+
 /* A DATA chunk into a receive slot of the AC's file. */
 static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload)
 {
@@ -904,6 +999,8 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 		spin_unlock_irq(&rf->rx_lock);
 		return 0;
 	}
+	if (READ_ONCE(ac->peer_shut))
+		goto proto;		/* data after the peer's SHUTDOWN */
 	if (m->offset) {
 		if (m->seq != ac->rx_seq || m->offset != ac->rx_off ||
 		    m->msg_len != ac->rx_msg_len)
@@ -943,8 +1040,8 @@ proto:
 
 void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
 {
+	bool kick = false, full_close;
 	struct rs_ac *ac;
-	bool kick = false;
 
 	if (m->type == RS_MSG_KEEPALIVE)
 		return;		/* its arrival was the point */
@@ -992,6 +1089,10 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	case RS_MSG_CLOSE:
 		if (ac->remote_id != m->src_conn)
 			break;
+		if (m->flags & RS_F_HALF) {
+			rs_ac_peer_shut(ac);
+			break;
+		}
 		spin_lock_irq(&qp->lock);
 		ac->peer_closed = true;
 		spin_unlock_irq(&qp->lock);
@@ -999,7 +1100,9 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		break;
 	}
 
-	if (m->credits && m->type != RS_MSG_CLOSE && ac->remote_id == m->src_conn) {
+	/* A full CLOSE's credits are moot; a HALF's are still needed. */
+	full_close = m->type == RS_MSG_CLOSE && !(m->flags & RS_F_HALF);
+	if (m->credits && !full_close && ac->remote_id == m->src_conn) {
 		spin_lock_irq(&qp->lock);
 		ac->send_credits += m->credits;
 		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
@@ -1086,7 +1189,7 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 		return 0;
 	}
 
-	ac = rs_ac_lookup_fid(rf, a->ac);
+	ac = rs_ac_lookup_user(rf, a->ac);
 	if (!ac)
 		return -ENOENT;
 	/* Pinned ACs change under the QP's lock; the others have no QP yet. */

@@ -48,7 +48,8 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 
 	q->abi_version = RDMASHARE_ABI_VERSION;
 	q->num_devices = rs_device_count();
-	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED;
+	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED |
+		      RDMASHARE_FEAT_SHUTDOWN;
 	return 0;
 }
 

@@ -108,6 +108,12 @@ static int rs_proto_check(const struct rs_proto_msg *m, u32 max_chunk)
 			return -EBADMSG;
 		break;
 	case RS_MSG_CLOSE:
+		if (!m->dst_conn || !m->src_conn || (m->flags & ~RS_F_HALF))
+			return -EBADMSG;
+		/* The one control message with a flag. */
+		if (m->seq || m->msg_len || m->offset)
+			return -EBADMSG;
+		return 0;
 	case RS_MSG_CREDIT:
 		if (!m->dst_conn || !m->src_conn)
 			return -EBADMSG;

@@ -44,7 +44,7 @@ enum rs_msg_type {
 	RS_MSG_CONNECT,		/* open an AC to a service port */
 	RS_MSG_ACCEPT,		/* the AC is open */
 	RS_MSG_REJECT,		/* no listener, or no resources */
-	RS_MSG_CLOSE,		/* the sender closed its end */
+	RS_MSG_CLOSE,		/* the sender closed its end, or shut it down */
 	RS_MSG_CREDIT,		/* a credit grant and nothing else */
 	RS_MSG_KEEPALIVE,	/* QP liveness probe, for no AC */
 	RS_MSG_TYPE_MAX = RS_MSG_KEEPALIVE,
@@ -54,6 +54,9 @@ enum rs_msg_type {
 #define RS_F_FIRST	BIT(0)	/* first chunk of a message */
 #define RS_F_LAST	BIT(1)	/* last chunk of a message */
 #define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST)
+
+/* CLOSE flags */
+#define RS_F_HALF	BIT(0)	/* only the sender's data is done (SHUTDOWN) */
 
 /* Payload of CONNECT and ACCEPT. */
 struct rs_conn_params {

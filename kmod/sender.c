@@ -217,6 +217,13 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		p->op = op;
 		ac->close_sent = true;
 		rs_sched_dequeue(&qp->sched, se);
+	} else if (op->opcode == RDMASHARE_OP_SHUTDOWN) {
+		/* A CLOSE may follow it. */
+		list_del(&op->node);
+		p->m.type = RS_MSG_CLOSE;
+		p->m.flags = RS_F_HALF;
+		p->op = op;
+		rs_sched_charge(&qp->sched, se, RS_HDR_LEN, rs_ac_sched_after(ac));
 	} else {
 		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
 		p->m.type = RS_MSG_DATA;

@@ -54,6 +54,7 @@ static void rs_submit_one(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 	case RDMASHARE_OP_SEND:
 	case RDMASHARE_OP_RELEASE:
 	case RDMASHARE_OP_CLOSE:
+	case RDMASHARE_OP_SHUTDOWN:
 		rs_ac_submit(rf, sqe);
 		return;
 	default:

@@ -166,7 +166,7 @@ enum rs_ac_state {
 #define RS_CTRL_CREDIT	BIT(2)
 #define RS_CTRL_CLOSE	BIT(3)
 
-/* A SEND (or CLOSE) operation queued on an AC. */
+/* A SEND, CLOSE or SHUTDOWN operation queued on an AC. */
 struct rs_send {
 	struct list_head node;		/* in rs_ac.sendq */
 	u64 user_data;
@@ -174,7 +174,7 @@ struct rs_send {
 	u32 len;
 	u32 sent;			/* bytes posted so far */
 	u32 seq;
-	u8 opcode;			/* RDMASHARE_OP_SEND or _CLOSE */
+	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
 };
 
 /**
@@ -194,10 +194,17 @@ struct rs_send {
  * @backlog_len: listener: length of @backlog
  * @backlog_max: listener: limit of @backlog
  * @qp_lost: the AC closed because its QP went down
+ * @handed_out: LISTEN, CONNECT or ACCEPT gave the application its id; until
+ *	then the application cannot name it
+ * @cqe_used: its CLOSED completion was posted (or its reservation returned),
+ *	under @rf->ac_lock; see rs_ac_take_cqe()
  *
  * Send side, under @qp->lock: @se, @sendq, @send_credits, @tx_seq,
  * @peer_slot_size, @ctrl_pending, @ctrl_node, @credits_out (credits to
- * piggyback or send), @close_queued.
+ * piggyback or send), @shut_queued (a SHUTDOWN or CLOSE is queued: no more
+ * SENDs), @close_queued (a CLOSE is), @close_sent (the peer was told that
+ * this end is gone), @peer_shut (the peer sends no more), @peer_closed (the
+ * peer's end is gone).
  *
  * Receive side, under @rf->rx_lock: @rx_reserved (slots set aside for this
  * AC, not in use), @rx_done (closed: deliver nothing more),
@@ -230,10 +237,14 @@ struct rs_ac {
 	u32 ctrl_pending;
 	struct list_head ctrl_node;
 	u32 credits_out;
+	bool shut_queued;
 	bool close_queued;
 	bool close_sent;
+	bool peer_shut;
 	bool peer_closed;
 	bool qp_lost;
+	bool handed_out;
+	bool cqe_used;
 
 	u32 rx_reserved;
 	bool rx_done;
@@ -244,14 +255,14 @@ struct rs_ac {
 
 /*
  * Called with the QP's lock held: can @ac send now?  A chunk needs a
- * credit; a CLOSE does not.
+ * credit; a CLOSE or SHUTDOWN does not.
  */
 static inline bool rs_ac_can_send(struct rs_ac *ac)
 {
 	struct rs_send *op;
 
 	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
-	return op && (ac->send_credits || op->opcode == RDMASHARE_OP_CLOSE);
+	return op && (ac->send_credits || op->opcode != RDMASHARE_OP_SEND);
 }
 
 /* Called with the QP's lock held: @ac's state for the scheduler. */

@@ -19,12 +19,15 @@
 #include "internal.h"
 
 /*
- * user_data of the library's own operations: SENDs carry their buffer's
- * offset and length, CLOSEs their AC.
+ * user_data of the library's own operations: bit 63, the kind in bits 60
+ * to 62; SENDs carry their buffer's offset (bits 30 to 59) and length (bits
+ * 0 to 29), CLOSEs and SHUTDOWNs their AC.
  */
 #define RS_UD_LIB	(1ULL << 63)
-#define RS_UD_RELEASE	(RS_UD_LIB | (1ULL << 62))
-#define RS_UD_CLOSE	(RS_UD_LIB | (1ULL << 61))
+enum { RS_UD_SEND, RS_UD_RELEASE, RS_UD_CLOSE, RS_UD_SHUT };
+#define RS_UD(kind)	(RS_UD_LIB | ((__u64)(kind) << 60))
+#define RS_UD_KIND(ud)	((unsigned int)((ud) >> 60) & 7)
+#define RS_UD_MAX	0x3fffffffULL	/* offsets and lengths */
 
 static struct rs_acst *rs_acst(struct rdmashare *rs, __u32 ac)
 {
@@ -167,29 +170,36 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			ret = -ENOMEM;
 			break;
 		}
-		if (!st->closing) {
+		if (st->closing)
+			break;
+		/* HALF: the peer shut down; this end still sends. */
+		if (cqe->flags & RDMASHARE_CQE_F_HALF) {
+			st->eof = 1;
+		} else {
 			st->closed = 1;
 			st->close_res = cqe->res;
 		}
 		break;
 	case RDMASHARE_CQE_OP:
-		if (cqe->user_data & RS_UD_LIB) {
-			if ((cqe->user_data & RS_UD_CLOSE) == RS_UD_CLOSE) {
-				/* The id is free again: forget what is left. */
-				st = rs_acst(rs, cqe->user_data & 0xffffffff);
-				if (st)
-					memset(st, 0, sizeof(*st));
-			} else if (cqe->user_data != RS_UD_RELEASE) {
-				/* A library SEND: offset and length in user_data. */
-				rs_tx_free(rs, (cqe->user_data >> 32) & 0x3fffffff,
-					   cqe->user_data & 0xffffffff);
-				rs->inflight--;
-				st = rs_acst(rs, cqe->ac);
-				if (cqe->res < 0 && st && !st->send_err)
-					st->send_err = cqe->res;
-			}
+		if (!(cqe->user_data & RS_UD_LIB))
+			break;	/* the application's own operation */
+		st = rs_acst(rs, cqe->ac);
+		switch (RS_UD_KIND(cqe->user_data)) {
+		case RS_UD_CLOSE:
+			/* The id is free again: forget what is left. */
+			if (st)
+				memset(st, 0, sizeof(*st));
+			break;
+		case RS_UD_SEND:
+			rs_tx_free(rs, (cqe->user_data >> 30) & RS_UD_MAX,
+				   cqe->user_data & RS_UD_MAX);
+			rs->inflight--;
+			/* fall through */
+		case RS_UD_SHUT:
+			if (cqe->res < 0 && st && !st->send_err)
+				st->send_err = cqe->res;
+			break;
 		}
-		/* Operations the application submitted itself are its own. */
 		break;
 	}
 	rdmashare_cqe_seen(rs, cqe);
@@ -233,7 +243,8 @@ static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
 /*
  * @ac was just handed out by LISTEN, CONNECT or ACCEPT.  If an earlier AC
  * with the same id is still closing here, its CLOSE completion is already in
- * the CQ (the kernel reuses an id only after it): reap up to it.
+ * the CQ (the kernel reuses an id only after it): reap up to it.  What came
+ * for the new AC before it was accepted (chunks, a HALF CLOSED) is kept.
  */
 static int rs_new_ac(struct rdmashare *rs, int ac)
 {
@@ -250,9 +261,6 @@ static int rs_new_ac(struct rdmashare *rs, int ac)
 		if (ret)
 			return ret;
 	}
-	st->closed = 0;
-	st->close_res = 0;
-	st->send_err = 0;
 	return ac;
 }
 
@@ -327,7 +335,7 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 	long long off;
 	int ret;
 
-	if (len > 0x3fffffff)
+	if (len > RS_UD_MAX)
 		return -EMSGSIZE;
 	/* A failed SEND or a closed AC: the error, not a message into nowhere. */
 	st = rs_acst(rs, ac);
@@ -337,6 +345,8 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 		return st->send_err;
 	if (st->closed)
 		return st->close_res ? st->close_res : -EPIPE;
+	if (st->shut)
+		return -EPIPE;
 	ret = rs_tx_init(rs);
 	if (ret)
 		return ret;
@@ -357,7 +367,7 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 	sqe->ac = ac;
 	sqe->addr = off;
 	sqe->len = len;
-	sqe->user_data = RS_UD_LIB | ((__u64)off << 32) | len;
+	sqe->user_data = RS_UD(RS_UD_SEND) | ((__u64)off << 30) | len;
 	rs->inflight++;
 	ret = rdmashare_submit(rs);
 	return ret < 0 ? ret : 0;
@@ -372,7 +382,7 @@ static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c)
 		sqe->opcode = RDMASHARE_OP_RELEASE;
 		sqe->ac = ac;
 		sqe->addr = c->addr;
-		sqe->user_data = RS_UD_RELEASE;
+		sqe->user_data = RS_UD(RS_UD_RELEASE);
 	}
 	free(c);
 }
@@ -398,6 +408,8 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 			/* A message cut off by the close is dropped. */
 			if (st->closed)
 				return st->close_res ? st->close_res : -EPIPE;
+			if (st->eof)
+				return -EPIPE;
 			ret = rs_reap(rs, 1, timeout_ms);
 			if (ret)
 				return ret;
@@ -444,7 +456,28 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac)
 		return -EIO;
 	sqe->opcode = RDMASHARE_OP_CLOSE;
 	sqe->ac = ac;
-	sqe->user_data = RS_UD_CLOSE | (__u32)ac;
+	sqe->user_data = RS_UD(RS_UD_CLOSE) | (__u32)ac;
+	return rdmashare_submit(rs) < 0 ? -EIO : 0;
+}
+
+int rdmashare_shutdown(struct rdmashare *rs, int ac)
+{
+	struct rdmashare_sqe *sqe;
+	struct rs_acst *st;
+
+	st = rs_acst(rs, ac);
+	if (!st)
+		return -ENOMEM;
+	if (st->closed || st->shut || st->closing)
+		return -EPIPE;
+	/* Queued behind the AC's SENDs, like a CLOSE. */
+	sqe = rs_sqe(rs);
+	if (!sqe)
+		return -EIO;
+	sqe->opcode = RDMASHARE_OP_SHUTDOWN;
+	sqe->ac = ac;
+	sqe->user_data = RS_UD(RS_UD_SHUT) | (__u32)ac;
+	st->shut = 1;
 	return rdmashare_submit(rs) < 0 ? -EIO : 0;
 }
 

@@ -45,6 +45,8 @@ struct rs_acst {
 	struct rs_chunk *head, *tail;	/* received, in order */
 	int closed;			/* a CLOSED completion came */
 	int close_res;
+	int eof;			/* the peer shut down: receives no more */
+	int shut;			/* SHUTDOWN submitted: sends no more */
 	int closing;			/* CLOSE submitted, not completed */
 	int send_err;			/* the first failed SEND's error */
 };

@@ -206,9 +206,10 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len);
  * @timeout_ms: 0 waits without limit
  *
  * Return: the message's length (0 for an empty message); -EPIPE once the
- * peer closed the AC and every message before the close was received;
- * -EMSGSIZE (the message was longer than @len and is dropped); -ETIME; or
- * the AC's error (-ECONNRESET when the peer was lost).
+ * peer closed the AC or shut it down (rdmashare_shutdown()) and every
+ * message before was received; -EMSGSIZE (the message was longer than @len
+ * and is dropped); -ETIME; or the AC's error (-ECONNRESET when the peer was
+ * lost).
  */
 ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		       unsigned int timeout_ms);
@@ -225,6 +226,20 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
  * Return: 0, or a negative errno.
  */
 int rdmashare_close_ac(struct rdmashare *rs, int ac);
+
+/**
+ * rdmashare_shutdown() - send no more on an AC, but go on receiving
+ * @rs: a set-up handle
+ * @ac: an open AC
+ *
+ * Does not wait: the messages sent before go first, then the peer's
+ * rdmashare_recv() returns -EPIPE, while it can still send to this end.
+ * Like shutdown(fd, SHUT_WR).  Later rdmashare_send() calls fail with
+ * -EPIPE; rdmashare_close_ac() ends the AC as before.
+ *
+ * Return: 0, or -EPIPE (shut down or closed already), a negative errno.
+ */
+int rdmashare_shutdown(struct rdmashare *rs, int ac);
 
 /**
  * rdmashare_flush() - wait until every rdmashare_send() completed

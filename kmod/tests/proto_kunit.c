@@ -31,6 +31,8 @@ static const struct rs_proto_msg good_msgs[] = {
 	{ .type = RS_MSG_CREDIT, .dst_conn = 11, .src_conn = 12,
 	  .credits = RS_PROTO_MAX_CREDITS },
 	{ .type = RS_MSG_KEEPALIVE },
+	{ .type = RS_MSG_CLOSE, .flags = RS_F_HALF, .dst_conn = 11, .src_conn = 12,
+	  .credits = 2 },
 };
 
 static void msg_desc(const struct rs_proto_msg *m, char *desc)
@@ -121,6 +123,9 @@ static const struct bad_case bad_cases[] = {
 	{ "accept with port",		6, 35, 1, -EBADMSG },
 	{ "reject error 0",		7, 35, 0, -EBADMSG },
 	{ "close src_conn 0",		8, 11, 0, -EBADMSG },
+	{ "close unknown flag",		11, 3, RS_F_HALF | 0x02, -EBADMSG },
+	{ "close with seq",		11, 15, 1, -EBADMSG },
+	{ "credit with HALF",		9, 3, RS_F_HALF, -EBADMSG },
 	{ "credit with msg_len",	9, 19, 1, -EBADMSG },
 	{ "keepalive with dst_conn",	10, 7, 1, -EBADMSG },
 	{ "keepalive with credits",	10, 31, 1, -EBADMSG },

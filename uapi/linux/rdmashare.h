@@ -39,6 +39,7 @@ enum {
 #define RDMASHARE_FEAT_RINGS	(1ULL << 0)	/* SETUP, ENTER, mmap'd rings */
 #define RDMASHARE_FEAT_AC	(1ULL << 1)	/* LISTEN, CONNECT, ACCEPT, SEND */
 #define RDMASHARE_FEAT_SCHED	(1ULL << 2)	/* AC_SET: weights and bands */
+#define RDMASHARE_FEAT_SHUTDOWN	(1ULL << 3)	/* OP_SHUTDOWN, CQE_F_HALF */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -144,6 +145,7 @@ enum {
 	RDMASHARE_OP_SEND = 1,		/* send len bytes at addr on ac */
 	RDMASHARE_OP_RELEASE = 2,	/* give back the receive slot at addr */
 	RDMASHARE_OP_CLOSE = 3,		/* close ac after its queued sends */
+	RDMASHARE_OP_SHUTDOWN = 4,	/* no more sends on ac, after the queued ones */
 	RDMASHARE_OP_LAST		/* first unknown opcode */
 };
 
@@ -180,6 +182,7 @@ enum {
 
 /* CQE flags */
 #define RDMASHARE_CQE_F_MORE	(1U << 0)	/* RECV: more chunks follow */
+#define RDMASHARE_CQE_F_HALF	(1U << 1)	/* CLOSED: the peer shut down */
 
 /**
  * struct rdmashare_cqe - a completion, 32 bytes
@@ -197,6 +200,12 @@ enum {
  * slot's bytes in @res; a message longer than a slot arrives in several
  * RECVs, in order, all but the last flagged RDMASHARE_CQE_F_MORE.  Each
  * slot stays the application's until an RDMASHARE_OP_RELEASE gives it back.
+ *
+ * An AC gets at most one CLOSED completion, after its last RECV.  Flagged
+ * RDMASHARE_CQE_F_HALF (res 0), it says that the peer did an
+ * RDMASHARE_OP_SHUTDOWN: nothing more arrives, but the AC is still open for
+ * SENDs, and what fails later shows in the completions of its operations.
+ * Either way the application ends the AC with RDMASHARE_OP_CLOSE.
  */
 struct rdmashare_cqe {
 	__aligned_u64 user_data;
