@@ -35,6 +35,7 @@
 #include <linux/slab.h>
 
 #include "actable.h"
+#include "trace.h"
 #include "transport.h"
 
 /* Connection ids, host-wide; 0 is never used. */
@@ -287,8 +288,10 @@ static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int r
 /* An operation ended: its completion, then its memory. */
 static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
-	rs_ac_cqe(ac, RDMASHARE_CQE_OP, op->opcode, op->user_data,
-		  res ? res : (op->opcode == RDMASHARE_OP_SEND ? (int)op->len : 0), 0);
+	if (!res && op->opcode == RDMASHARE_OP_SEND)
+		res = op->len;
+	trace_rdmashare_op_done(ac, op->opcode, op->user_data, res);
+	rs_ac_cqe(ac, RDMASHARE_CQE_OP, op->opcode, op->user_data, res, 0);
 	kfree(op);
 }
 
@@ -360,6 +363,7 @@ static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	in_backlog = !list_empty(&ac->backlog_node);
 	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&ac->wait);
+	trace_rdmashare_ac_close(ac, error, by_app);
 
 	rs_ac_finish(ac, error ?: -EPIPE);
 	if (in_backlog || !rs_ac_take_cqe(ac))
@@ -951,6 +955,7 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 	l->backlog_len++;
 	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&l->wait);
+	trace_rdmashare_ac_open(ac);
 	rs_ac_put(ac);
 	rs_ac_put(l);
 	return;
@@ -1040,7 +1045,7 @@ proto:
 
 void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
 {
-	bool kick = false, full_close;
+	bool kick = false, full_close, opened;
 	struct rs_ac *ac;
 
 	if (m->type == RS_MSG_KEEPALIVE)
@@ -1067,10 +1072,13 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		}
 		spin_unlock_irq(&qp->lock);
 		mutex_lock(&ac->rf->ac_lock);
-		if (ac->state == RS_AC_CONNECTING)
+		opened = ac->state == RS_AC_CONNECTING;
+		if (opened)
 			WRITE_ONCE(ac->state, RS_AC_OPEN);
 		mutex_unlock(&ac->rf->ac_lock);
 		wake_up_all(&ac->wait);
+		if (opened)
+			trace_rdmashare_ac_open(ac);
 		break;
 	case RS_MSG_REJECT:
 		if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
@@ -1105,6 +1113,7 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	if (m->credits && !full_close && ac->remote_id == m->src_conn) {
 		spin_lock_irq(&qp->lock);
 		ac->send_credits += m->credits;
+		trace_rdmashare_credit_grant(ac, m->credits);
 		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
 			rs_sched_enqueue(&qp->sched, &ac->se);
 			kick = true;

@@ -27,6 +27,7 @@
 
 #include <rdma/ib_cm.h>
 
+#include "trace.h"
 #include "transport.h"
 
 unsigned int rs_cm_port = 18861;
@@ -324,6 +325,7 @@ void rs_qp_down(struct rs_qp *qp, int error)
 	spin_unlock_irqrestore(&qp->lock, flags);
 	if (!first)
 		return;
+	trace_rdmashare_qp_down(qp, error);
 	wake_up_all(&qp->wait);
 	kref_get(&qp->ref);
 	queue_work(rs_wq, &qp->down_work);
@@ -455,6 +457,7 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct rs_qp *qp = id->context;
 	struct rdma_conn_param param = {};
 	struct rs_cm_priv priv = { .version = RS_PROTO_VERSION };
+	bool up;
 	int ret;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -484,10 +487,13 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		spin_lock_irq(&qp->lock);
-		if (qp->state == RS_QP_CONNECTING)
+		up = qp->state == RS_QP_CONNECTING;
+		if (up)
 			qp->state = RS_QP_UP;
 		rs_qp_arm_idle(qp);
 		spin_unlock_irq(&qp->lock);
+		if (up)
+			trace_rdmashare_qp_up(qp, 0);
 		wake_up_all(&qp->wait);
 		rs_qp_kick(qp);
 		if (rs_keepalive_ms)

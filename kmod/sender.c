@@ -15,6 +15,7 @@
 
 #include <linux/slab.h>
 
+#include "trace.h"
 #include "transport.h"
 
 static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -243,6 +244,8 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 			qp->hol_ac = ac;	/* mid-message; see above */
 		}
 		ac->send_credits--;
+		if (!ac->send_credits && !list_empty(&ac->sendq))
+			trace_rdmashare_credit_stall(ac, 0);
 		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
 	}
 	kref_get(&ac->ref);
@@ -299,6 +302,7 @@ void rs_sender_work(struct work_struct *work)
 		ret = rs_post(qp, tx, len);
 		if (ret)
 			goto fail;
+		trace_rdmashare_msg_post(qp, &plan.m);
 		cond_resched();
 	}
 

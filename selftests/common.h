@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/rdmashare.h>
@@ -100,6 +101,29 @@ static inline int count_rdmashare_qps(void)
 			n++;
 	pclose(f);
 	return n;
+}
+
+/* CLOCK_MONOTONIC, seconds. */
+static inline double rs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Wait up to @secs for the host's rdmashare QPs to number @n; their count. */
+static inline int rs_wait_qps(int n, double secs)
+{
+	double end = rs_now() + secs;
+	int qps;
+
+	for (;;) {
+		qps = count_rdmashare_qps();
+		if (qps == n || rs_now() > end)
+			return qps;
+		usleep(100000);
+	}
 }
 
 /* Write a string to a sysfs file in one write(); 0 or -errno. */

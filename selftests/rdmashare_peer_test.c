@@ -37,28 +37,6 @@ static struct sockaddr_in addr_of(unsigned int port)
 	return sin;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Wait up to @secs for the host's rdmashare QPs to number @n. */
-static int wait_qps(int n, double secs)
-{
-	double end = now() + secs;
-	int qps;
-
-	for (;;) {
-		qps = count_rdmashare_qps();
-		if (qps == n || now() > end)
-			return qps;
-		usleep(100000);
-	}
-}
-
 /* Connect an AC to this host and accept it: *@c and *@s are its two ends. */
 static int pair(struct rdmashare *rs, int l, int *c, int *s)
 {
@@ -235,7 +213,7 @@ TEST_F_TIMEOUT(tun, idle_peer, 240)
 
 	/* Transports left by earlier tests go first. */
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
-	ASSERT_EQ(0, wait_qps(0, 30));
+	ASSERT_EQ(0, rs_wait_qps(0, 30));
 
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
 	rs = rs_open_setup(1 << 20, 64);
@@ -252,11 +230,11 @@ TEST_F_TIMEOUT(tun, idle_peer, 240)
 	EXPECT_EQ(2, count_rdmashare_qps());
 
 	/* A new timeout applies at once. */
-	t0 = now();
+	t0 = rs_now();
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "500"));
-	qps = wait_qps(0, 30);
+	qps = rs_wait_qps(0, 30);
 	ASSERT_EQ(0, qps);
-	TH_LOG("idle transport gone %.1f s after the 500 ms timeout was set", now() - t0);
+	TH_LOG("idle transport gone %.1f s after the 500 ms timeout was set", rs_now() - t0);
 
 	/* A later connect builds a new transport. */
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
@@ -271,7 +249,7 @@ TEST_F_TIMEOUT(tun, idle_peer, 240)
 	EXPECT_EQ(2, count_rdmashare_qps());
 	ASSERT_EQ(0, one_message(rs, c, s, 4));
 	ASSERT_EQ(0, unpair(rs, c, s));
-	EXPECT_EQ(0, wait_qps(0, 30));
+	EXPECT_EQ(0, rs_wait_qps(0, 30));
 	rdmashare_close(rs);
 }
 
@@ -281,7 +259,7 @@ TEST_F_TIMEOUT(tun, qps_per_peer, 300)
 	struct rdmashare *rs;
 
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
-	ASSERT_EQ(0, wait_qps(0, 30));
+	ASSERT_EQ(0, rs_wait_qps(0, 30));
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
 	ASSERT_EQ(0, rs_write_file(QPS_PATH, "3"));
 
@@ -310,7 +288,7 @@ TEST_F_TIMEOUT(tun, qps_per_peer, 300)
 		ASSERT_EQ(0, unpair(rs, c[i], s[i]));
 	}
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
-	EXPECT_EQ(0, wait_qps(0, 30));
+	EXPECT_EQ(0, rs_wait_qps(0, 30));
 	rdmashare_close(rs);
 }
 

@@ -13,7 +13,11 @@ else
 fi
 cp="perl $src/scripts/checkpatch.pl --strict --no-tree --terse --show-types"
 # shellcheck disable=SC2086
-out=$($cp --ignore FILE_PATH_CHANGES -f $(grep -v '^uapi/' <<<"$files") 2>&1) || true
+out=$($cp --ignore FILE_PATH_CHANGES -f $(grep -v '^uapi/\|^kmod/trace\.h$' <<<"$files") 2>&1) || true
+# TRACE_EVENT()'s own layout ("TP_STRUCT__entry(" ending a line) is the
+# idiom of every trace header in the kernel.
+out+=$'\n'$($cp --ignore FILE_PATH_CHANGES,OPEN_ENDED_LINE,PARENTHESIS_ALIGNMENT \
+	-f kmod/trace.h 2>&1) || true
 # uapi headers cannot use BIT(): (1U << n) is the uapi idiom.
 # shellcheck disable=SC2086
 out+=$'\n'$($cp --ignore FILE_PATH_CHANGES,BIT_MACRO -f $(grep '^uapi/' <<<"$files") 2>&1) || true

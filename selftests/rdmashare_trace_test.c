@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare's tracepoints fire, as many times as the traffic says: with
+ * events/rdmashare enabled in tracefs, one AC on a fresh QP to this host
+ * carries 10 messages each way with one credit per AC, closes, and the QP
+ * goes idle and down.  The trace must show the QPs up and down, both ends
+ * of the AC opened and closed once, exactly 20 DATA messages, one CONNECT,
+ * ACCEPT and CLOSE, 20 SEND completions, credit stalls, and at least the
+ * credits the senders needed.
+ */
+#include <arpa/inet.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		7700
+#define TRACING		"/sys/kernel/tracing"
+#define EVENTS		TRACING "/events/rdmashare/enable"
+#define NMSG		10
+#define MSG_LEN		100
+
+static struct sockaddr_in addr_of(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+/* The whole trace buffer, NUL-terminated; NULL on failure. */
+static char *read_trace(void)
+{
+	size_t len = 0, room = 1 << 20;
+	char *buf = malloc(room);
+	ssize_t n;
+	int fd;
+
+	fd = open(TRACING "/trace", O_RDONLY);
+	if (fd < 0 || !buf) {
+		free(buf);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, room - len - 1)) > 0) {
+		len += n;
+		if (room - len < 4096) {
+			char *more = realloc(buf, room * 2);
+
+			if (!more)
+				break;
+			buf = more;
+			room *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/* Lines of @trace with event @event and, if given, the text @with. */
+static int count(const char *trace, const char *event, const char *with)
+{
+	char tag[64];
+	const char *p = trace, *eol;
+	int n = 0;
+
+	snprintf(tag, sizeof(tag), " %s: ", event);
+	while ((p = strstr(p, tag))) {
+		eol = strchr(p, '\n') ?: p + strlen(p);
+		if (!with || (memmem(p, eol - p, with, strlen(with))))
+			n++;
+		p = eol;
+	}
+	return n;
+}
+
+/* The sum of the numbers after "@key " on @event's lines. */
+static long sum(const char *trace, const char *event, const char *key)
+{
+	char tag[64], k[64];
+	const char *p = trace, *eol, *v;
+	long total = 0;
+
+	snprintf(tag, sizeof(tag), " %s: ", event);
+	snprintf(k, sizeof(k), " %s ", key);
+	while ((p = strstr(p, tag))) {
+		eol = strchr(p, '\n') ?: p + strlen(p);
+		v = memmem(p, eol - p, k, strlen(k));
+		if (v)
+			total += strtol(v + strlen(k), NULL, 10);
+		p = eol;
+	}
+	return total;
+}
+
+FIXTURE(tr) {
+	char idle[32];
+	char credits[32];
+};
+
+FIXTURE_SETUP(tr)
+{
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/idle_timeout_ms", self->idle, sizeof(self->idle)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/credits_per_ac", self->credits,
+				  sizeof(self->credits)));
+}
+
+FIXTURE_TEARDOWN(tr)
+{
+	rs_write_file(EVENTS, "0");
+	rs_write_file(RS_SYSFS "/idle_timeout_ms", self->idle);
+	rs_write_file(RS_SYSFS "/credits_per_ac", self->credits);
+}
+
+TEST_F_TIMEOUT(tr, events, 180)
+{
+	struct rdmashare *c, *s;
+	struct sockaddr_in sin = addr_of(PORT);
+	char msg[MSG_LEN], in[MSG_LEN];
+	int l, cac, sac, i, fd;
+	char *trace;
+
+	if (access(EVENTS, W_OK))
+		SKIP(return, "no rdmashare events in tracefs at " TRACING);
+
+	/* A fresh QP: whatever earlier tests left goes idle and down. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/idle_timeout_ms", "100"));
+	ASSERT_EQ(0, rs_wait_qps(0, 30));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "1"));
+	fd = open(TRACING "/trace", O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, rs_write_file(EVENTS, "1"));
+
+	c = rs_open_setup(1 << 20, 16);
+	s = rs_open_setup(1 << 20, 16);
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT, 4);
+	ASSERT_LE(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LE(0, sac);
+
+	/* Back to back, with one credit: the sender stalls. */
+	for (i = 0; i < NMSG; i++) {
+		memset(msg, 'a' + i, sizeof(msg));
+		ASSERT_EQ(0, rdmashare_send(c, cac, msg, sizeof(msg)));
+	}
+	for (i = 0; i < NMSG; i++) {
+		ASSERT_EQ(MSG_LEN, rdmashare_recv(s, sac, in, sizeof(in), 10000));
+		ASSERT_EQ('a' + i, in[0]);
+		ASSERT_EQ(0, rdmashare_send(s, sac, in, sizeof(in)));
+	}
+	for (i = 0; i < NMSG; i++)
+		ASSERT_EQ(MSG_LEN, rdmashare_recv(c, cac, in, sizeof(in), 10000));
+	ASSERT_EQ(0, rdmashare_flush(c, 10000));
+	ASSERT_EQ(0, rdmashare_flush(s, 10000));
+	/* One CLOSE on the wire: the server closes after it saw the client's. */
+	ASSERT_EQ(0, rdmashare_close_ac(c, cac));
+	ASSERT_EQ(-EPIPE, rdmashare_recv(s, sac, in, sizeof(in), 10000));
+	ASSERT_EQ(0, rdmashare_close_ac(s, sac));
+	ASSERT_EQ(0, rdmashare_close_ac(s, l));
+	rdmashare_close(c);
+	rdmashare_close(s);
+	EXPECT_EQ(0, rs_wait_qps(0, 30));
+	ASSERT_EQ(0, rs_write_file(EVENTS, "0"));
+
+	trace = read_trace();
+	ASSERT_NE(NULL, trace);
+	/* Both ends of the loopback connection: the active QP and the passive. */
+	EXPECT_EQ(2, count(trace, "rdmashare_qp_up", NULL));
+	EXPECT_EQ(2, count(trace, "rdmashare_qp_down", NULL));
+	EXPECT_EQ(2, count(trace, "rdmashare_ac_open", NULL));
+	EXPECT_EQ(1, count(trace, "rdmashare_ac_close", "by app"));
+	EXPECT_EQ(1, count(trace, "rdmashare_ac_close", "by peer"));
+	EXPECT_EQ(2 * NMSG, count(trace, "rdmashare_msg_post", " DATA "));
+	EXPECT_EQ(2 * NMSG, count(trace, "rdmashare_msg_post", " len 100 "));
+	EXPECT_EQ(1, count(trace, "rdmashare_msg_post", " CONNECT "));
+	EXPECT_EQ(1, count(trace, "rdmashare_msg_post", " ACCEPT "));
+	EXPECT_EQ(1, count(trace, "rdmashare_msg_post", " CLOSE "));
+	EXPECT_EQ(2 * NMSG, count(trace, "rdmashare_op_done", "res 100"));
+	EXPECT_LE(2, count(trace, "rdmashare_credit_stall", NULL));
+	/* Each sender had one credit and sent NMSG chunks. */
+	EXPECT_LE(2 * (NMSG - 1), sum(trace, "rdmashare_credit_grant", "granted"));
+	if (_metadata->exit_code)
+		fprintf(stderr, "%s", trace);
+	free(trace);
+}
+
+TEST_HARNESS_MAIN
