@@ -693,6 +693,11 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		switch (op->opcode) {
 		case RDMASHARE_OP_SEND:
 			op->seq = ac->tx_seq++;
+			/* Data to send, no credit to send it with. */
+			if (list_empty(&ac->sendq) && !ac->send_credits) {
+				ac->credit_stalls++;
+				trace_rdmashare_credit_stall(ac, 0);
+			}
 			break;
 		case RDMASHARE_OP_CLOSE:
 			ac->close_queued = true;
@@ -1024,9 +1029,12 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	memcpy(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size, payload, m->len);
 
 	ac->rx_off += m->len;
+	ac->rx_chunks++;
+	ac->rx_bytes += m->len;
 	if (m->flags & RS_F_LAST) {
 		ac->rx_seq++;
 		ac->rx_off = 0;
+		ac->rx_msgs++;
 	}
 	cqe.user_data = m->msg_len;
 	cqe.res = m->len;
@@ -1210,6 +1218,69 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 	} else {
 		rs_ac_set_sched(ac, NULL, a);
 	}
+	rs_ac_put(ac);
+	return 0;
+}
+
+/* RDMASHARE_IOC_AC_STATS: a snapshot, each side under its own lock. */
+int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
+{
+	struct rs_send *op;
+	struct rs_qp *qp;
+	struct rs_ac *ac;
+	u32 size = st->size, id = st->ac;
+
+	if (st->flags)
+		return -EINVAL;
+	ac = rs_ac_lookup_user(rf, id);
+	if (!ac)
+		return -ENOENT;
+	memset(st, 0, sizeof(*st));
+	st->size = size;
+	st->ac = id;
+	switch (READ_ONCE(ac->state)) {
+	case RS_AC_LISTEN:
+		st->state = RDMASHARE_AC_STATE_LISTEN;
+		break;
+	case RS_AC_OPEN:
+		st->state = RDMASHARE_AC_STATE_OPEN;
+		break;
+	default:
+		st->state = RDMASHARE_AC_STATE_CLOSED;
+		break;
+	}
+	st->port = ac->port;
+	qp = READ_ONCE(ac->qp);
+	if (qp) {
+		spin_lock_irq(&qp->lock);
+		st->weight = ac->se.dn.weight;
+		st->band = ac->se.band;
+		st->qp_num = qp->qp_num;
+		st->status = (ac->shut_queued ? RDMASHARE_AC_SHUT : 0) |
+			     (READ_ONCE(ac->peer_shut) ? RDMASHARE_AC_PEER_SHUT : 0) |
+			     (READ_ONCE(ac->peer_closed) ? RDMASHARE_AC_PEER_CLOSED : 0);
+		st->send_credits = ac->send_credits;
+		st->deficit = ac->se.dn.deficit;
+		list_for_each_entry(op, &ac->sendq, node) {
+			st->queued_ops++;
+			if (op->opcode == RDMASHARE_OP_SEND)
+				st->queued_bytes += op->len - op->sent;
+		}
+		st->tx_msgs = ac->tx_msgs;
+		st->tx_bytes = ac->tx_bytes;
+		st->tx_chunks = ac->tx_chunks;
+		st->credit_stalls = ac->credit_stalls;
+		spin_unlock_irq(&qp->lock);
+	} else {
+		st->weight = READ_ONCE(ac->se.dn.weight);
+		st->band = READ_ONCE(ac->se.band);
+	}
+	spin_lock_irq(&rf->rx_lock);
+	st->rx_slots = ac->rx_reserved;
+	st->rx_msgs = ac->rx_msgs;
+	st->rx_bytes = ac->rx_bytes;
+	st->rx_chunks = ac->rx_chunks;
+	spin_unlock_irq(&rf->rx_lock);
 	rs_ac_put(ac);
 	return 0;
 }

@@ -31,6 +31,7 @@ union rs_ioctl_buf {
 	struct rdmashare_connect connect;
 	struct rdmashare_accept accept;
 	struct rdmashare_ac_set ac_set;
+	struct rdmashare_ac_stats ac_stats;
 };
 
 struct rs_ioctl_op {
@@ -49,7 +50,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 	q->abi_version = RDMASHARE_ABI_VERSION;
 	q->num_devices = rs_device_count();
 	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED |
-		      RDMASHARE_FEAT_SHUTDOWN;
+		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS;
 	return 0;
 }
 
@@ -83,6 +84,11 @@ static int rs_ioctl_ac_set(struct file *filp, union rs_ioctl_buf *buf)
 	return rs_ac_set(filp->private_data, &buf->ac_set);
 }
 
+static int rs_ioctl_ac_stats(struct file *filp, union rs_ioctl_buf *buf)
+{
+	return rs_ac_stats(filp->private_data, &buf->ac_stats);
+}
+
 #define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
 	[_nr] = {					\
 		.size = sizeof(_struct),				\
@@ -105,6 +111,8 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 		    struct rdmashare_accept, peer),
 	RS_IOCTL_OP(RDMASHARE_CMD_AC_SET, rs_ioctl_ac_set,
 		    struct rdmashare_ac_set, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_AC_STATS, rs_ioctl_ac_stats,
+		    struct rdmashare_ac_stats, resv),
 };
 
 static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)

@@ -296,6 +296,7 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	if (ret)
 		goto out_tx_free;
 	qp->qp = qp->cm_id->qp;
+	qp->qp_num = qp->qp->qp_num;
 	atomic_inc(&qp->rdev->nr_qps);
 	return 0;
 

@@ -210,6 +210,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l);
 int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c);
 int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a);
 int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *s);
+int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st);
 void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe);
 int rs_ac_init(void);
 void rs_ac_exit(void);

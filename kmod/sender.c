@@ -244,8 +244,14 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 			qp->hol_ac = ac;	/* mid-message; see above */
 		}
 		ac->send_credits--;
-		if (!ac->send_credits && !list_empty(&ac->sendq))
+		ac->tx_chunks++;
+		ac->tx_bytes += len;
+		if (p->op)
+			ac->tx_msgs++;
+		if (!ac->send_credits && !list_empty(&ac->sendq)) {
+			ac->credit_stalls++;
 			trace_rdmashare_credit_stall(ac, 0);
+		}
 		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
 	}
 	kref_get(&ac->ref);

@@ -6,7 +6,7 @@
  *   rdmashare_ac_open, rdmashare_ac_close     an AC's end on this host
  *   rdmashare_msg_post                        a message posted on a QP
  *   rdmashare_op_done                         an SQE's completion
- *   rdmashare_credit_stall                    an AC with data, no credit
+ *   rdmashare_credit_stall                    an AC has data, no credit
  *   rdmashare_credit_grant                    credits came from the peer
  *
  * ACs are named by their host-wide connection id ("conn", as on the wire)
@@ -33,7 +33,7 @@ DECLARE_EVENT_CLASS(rdmashare_qp_class,
 		__field_struct(struct sockaddr_storage, addr)
 	),
 	TP_fast_assign(
-		__entry->qp_num = qp->qp ? qp->qp->qp_num : 0;
+		__entry->qp_num = qp->qp_num;
 		__entry->error = error;
 		__entry->active = qp->active;
 		memcpy(&__entry->addr, &qp->peer->addr, sizeof(__entry->addr));
@@ -65,7 +65,7 @@ TRACE_EVENT(rdmashare_ac_open,
 		__entry->ac = ac->fid;
 		__entry->remote = ac->remote_id;
 		__entry->port = ac->port;
-		__entry->qp_num = ac->qp && ac->qp->qp ? ac->qp->qp->qp_num : 0;
+		__entry->qp_num = ac->qp ? ac->qp->qp_num : 0;
 	),
 	TP_printk("conn %u ac %u remote %u port %u qp %u", __entry->conn, __entry->ac,
 		  __entry->remote, __entry->port, __entry->qp_num)
@@ -105,7 +105,7 @@ TRACE_EVENT(rdmashare_msg_post,
 		__field(u32, credits)
 	),
 	TP_fast_assign(
-		__entry->qp_num = qp->qp->qp_num;
+		__entry->qp_num = qp->qp_num;
 		__entry->type = m->type;
 		__entry->flags = m->flags;
 		__entry->dst = m->dst_conn;

@@ -61,6 +61,7 @@ enum rs_qp_state {
  * @rdev: the device, once known
  * @cm_id: the rdma_cm id; destroyed by the teardown work
  * @qp: the QP, once created
+ * @qp_num: its number, kept after it is destroyed
  * @send_cq: sends and receives, from the device's CQ pool
  * @cq_size: entries taken from the pool
  * @active: this host initiated the connection
@@ -96,6 +97,7 @@ struct rs_qp {
 	struct rs_device *rdev;
 	struct rdma_cm_id *cm_id;
 	struct ib_qp *qp;
+	u32 qp_num;
 	struct ib_cq *send_cq;
 	u32 cq_size;
 	u32 send_depth;
@@ -199,6 +201,10 @@ struct rs_send {
  * @cqe_used: its CLOSED completion was posted (or its reservation returned),
  *	under @rf->ac_lock; see rs_ac_take_cqe()
  *
+ * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
+ * @credit_stalls (times it came to have data and no credit) under
+ * @qp->lock, @rx_msgs, @rx_bytes and @rx_chunks under @rf->rx_lock.
+ *
  * Send side, under @qp->lock: @se, @sendq, @send_credits, @tx_seq,
  * @peer_slot_size, @ctrl_pending, @ctrl_node, @credits_out (credits to
  * piggyback or send), @shut_queued (a SHUTDOWN or CLOSE is queued: no more
@@ -251,6 +257,14 @@ struct rs_ac {
 	u32 rx_seq;
 	u32 rx_off;
 	u32 rx_msg_len;
+
+	u64 tx_msgs;
+	u64 tx_bytes;
+	u64 tx_chunks;
+	u64 credit_stalls;
+	u64 rx_msgs;
+	u64 rx_bytes;
+	u64 rx_chunks;
 };
 
 /*

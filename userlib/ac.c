@@ -460,6 +460,14 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac)
 	return rdmashare_submit(rs) < 0 ? -EIO : 0;
 }
 
+int rdmashare_ac_stats(struct rdmashare *rs, int ac, struct rdmashare_ac_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->ac = ac;
+	return rs_ioctl(rs, RDMASHARE_IOC_AC_STATS, st);
+}
+
 int rdmashare_shutdown(struct rdmashare *rs, int ac)
 {
 	struct rdmashare_sqe *sqe;

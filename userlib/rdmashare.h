@@ -242,6 +242,16 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac);
 int rdmashare_shutdown(struct rdmashare *rs, int ac);
 
 /**
+ * rdmashare_ac_stats() - an AC's state and counters
+ * @rs: a handle
+ * @ac: an AC of this handle
+ * @st: filled in (RDMASHARE_IOC_AC_STATS)
+ *
+ * Return: 0, or -ENOENT, a negative errno.
+ */
+int rdmashare_ac_stats(struct rdmashare *rs, int ac, struct rdmashare_ac_stats *st);
+
+/**
  * rdmashare_flush() - wait until every rdmashare_send() completed
  * @rs: a set-up handle
  * @timeout_ms: per wait; 0 without limit

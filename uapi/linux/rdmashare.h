@@ -32,7 +32,8 @@ enum {
 	RDMASHARE_CMD_LISTEN = 0x03,
 	RDMASHARE_CMD_CONNECT = 0x04,
 	RDMASHARE_CMD_ACCEPT = 0x05,
-	RDMASHARE_CMD_AC_SET = 0x06
+	RDMASHARE_CMD_AC_SET = 0x06,
+	RDMASHARE_CMD_AC_STATS = 0x07
 };
 
 /* RDMASHARE_IOC_QUERY features */
@@ -40,6 +41,7 @@ enum {
 #define RDMASHARE_FEAT_AC	(1ULL << 1)	/* LISTEN, CONNECT, ACCEPT, SEND */
 #define RDMASHARE_FEAT_SCHED	(1ULL << 2)	/* AC_SET: weights and bands */
 #define RDMASHARE_FEAT_SHUTDOWN	(1ULL << 3)	/* OP_SHUTDOWN, CQE_F_HALF */
+#define RDMASHARE_FEAT_AC_STATS	(1ULL << 4)	/* AC_STATS */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -369,5 +371,75 @@ struct rdmashare_ac_set {
 };
 
 #define RDMASHARE_IOC_AC_SET	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_AC_SET)
+
+/* RDMASHARE_IOC_AC_STATS state */
+#define RDMASHARE_AC_STATE_LISTEN	0
+#define RDMASHARE_AC_STATE_OPEN		1
+#define RDMASHARE_AC_STATE_CLOSED	2
+
+/* RDMASHARE_IOC_AC_STATS status bits */
+#define RDMASHARE_AC_SHUT		(1U << 0)	/* SHUTDOWN or CLOSE queued */
+#define RDMASHARE_AC_PEER_SHUT		(1U << 1)	/* the peer shut down */
+#define RDMASHARE_AC_PEER_CLOSED	(1U << 2)	/* the peer closed */
+
+/**
+ * struct rdmashare_ac_stats - RDMASHARE_IOC_AC_STATS
+ * @size: sizeof(struct rdmashare_ac_stats)
+ * @flags: must be 0
+ * @ac: an AC of this file
+ * @state: out: RDMASHARE_AC_STATE_*
+ * @status: out: RDMASHARE_AC_* bits
+ * @weight: out: its scheduling weight
+ * @band: out: its scheduling band
+ * @port: out: the service port (listened on, or connected to)
+ * @qp_num: out: the shared QP it rides, 0 for none
+ * @send_credits: out: chunks it may send before the peer grants more
+ * @rx_slots: out: receive slots set aside for it and not in use
+ * @queued_ops: out: SEND, SHUTDOWN and CLOSE operations not sent yet
+ * @resv0: reserved
+ * @resv1: reserved
+ * @queued_bytes: out: bytes of those SENDs not posted yet
+ * @deficit: out: the scheduler's deficit: bytes it may send this turn
+ * @tx_msgs: out: messages whose last chunk was posted
+ * @tx_bytes: out: payload bytes posted
+ * @tx_chunks: out: chunks posted
+ * @rx_msgs: out: messages received whole
+ * @rx_bytes: out: payload bytes received
+ * @rx_chunks: out: chunks received
+ * @credit_stalls: out: times it came to have data to send and no credit
+ * @resv: reserved
+ *
+ * A snapshot of one AC of the calling file; other files' ACs cannot be
+ * named.  Counters start at 0 when the AC opens and stay after it closed,
+ * until the application CLOSEs it.  Errors: EINVAL (flags), ENOENT.
+ */
+struct rdmashare_ac_stats {
+	__u32 size;
+	__u32 flags;
+	__u32 ac;
+	__u32 state;
+	__u32 status;
+	__u32 weight;
+	__u32 band;
+	__u32 port;
+	__u32 qp_num;
+	__u32 send_credits;
+	__u32 rx_slots;
+	__u32 queued_ops;
+	__u32 resv0;
+	__u32 resv1;
+	__aligned_u64 queued_bytes;
+	__aligned_s64 deficit;
+	__aligned_u64 tx_msgs;
+	__aligned_u64 tx_bytes;
+	__aligned_u64 tx_chunks;
+	__aligned_u64 rx_msgs;
+	__aligned_u64 rx_bytes;
+	__aligned_u64 rx_chunks;
+	__aligned_u64 credit_stalls;
+	__aligned_u64 resv[4];
+};
+
+#define RDMASHARE_IOC_AC_STATS	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_AC_STATS)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Per-AC statistics (RDMASHARE_IOC_AC_STATS), on one host:
+ *  - counts: after N messages of S bytes, both ends show exactly N
+ *    messages, N * S bytes and the chunks the chunk size makes of them;
+ *    state, port, weight, band and QP are reported;
+ *  - queued: with one credit per AC and a receiver that does not read, the
+ *    sender shows its queued operations and bytes, no credit, a stall; all
+ *    drain once the receiver reads;
+ *  - status: SHUTDOWN and the peer's SHUTDOWN and CLOSE show;
+ *  - errors: flags, unknown ids, another file's AC, a short struct.
+ */
+#include <arpa/inet.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT	7800
+
+static struct sockaddr_in addr_of(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+/* A connected pair over a listener on @port: *@cac in @c, *@sac in @s. */
+static int pair(struct rdmashare *c, struct rdmashare *s, unsigned int port,
+		int *cac, int *sac)
+{
+	struct sockaddr_in sin = addr_of(port);
+	int l;
+
+	l = rdmashare_listen(s, port, 4);
+	if (l < 0)
+		return l;
+	*cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	if (*cac < 0)
+		return *cac;
+	*sac = rdmashare_accept(s, l, 20000);
+	return *sac < 0 ? *sac : l;
+}
+
+static long read_long(const char *path)
+{
+	char buf[32];
+
+	if (rs_read_file(path, buf, sizeof(buf)))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+FIXTURE(st) {
+	struct rdmashare *c, *s;
+	char credits[32];
+};
+
+FIXTURE_SETUP(st)
+{
+	self->c = rs_open_setup(4 << 20, 64);
+	self->s = rs_open_setup(4 << 20, 64);
+	ASSERT_NE(NULL, self->c);
+	ASSERT_NE(NULL, self->s);
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/credits_per_ac", self->credits,
+				  sizeof(self->credits)));
+}
+
+FIXTURE_TEARDOWN(st)
+{
+	rdmashare_close(self->c);
+	rdmashare_close(self->s);
+	rs_write_file(RS_SYSFS "/credits_per_ac", self->credits);
+}
+
+TEST_F_TIMEOUT(st, counts, 120)
+{
+	const size_t len = 40000;
+	const int n = 7;
+	struct rdmashare_ac_stats cs, ss;
+	long chunk = read_long(RS_SYSFS "/chunk_size");
+	long chunks = (len + chunk - 1) / chunk;
+	char *buf = malloc(len);
+	int cac, sac, i;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_LT(0, chunk);
+	ASSERT_LE(0, pair(self->c, self->s, PORT, &cac, &sac));
+	ASSERT_EQ(0, rdmashare_set_weight(self->s, sac, 7));
+	memset(buf, 0x5a, len);
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, rdmashare_send(self->c, cac, buf, len));
+	for (i = 0; i < n; i++)
+		ASSERT_EQ((ssize_t)len, rdmashare_recv(self->s, sac, buf, len, 10000));
+	ASSERT_EQ(0, rdmashare_flush(self->c, 10000));
+
+	ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->s, sac, &ss));
+	EXPECT_EQ(RDMASHARE_AC_STATE_OPEN, cs.state);
+	EXPECT_EQ(RDMASHARE_AC_STATE_OPEN, ss.state);
+	EXPECT_EQ(0, cs.status);
+	EXPECT_EQ(PORT, cs.port);
+	EXPECT_EQ(PORT, ss.port);
+	EXPECT_EQ(1, cs.weight);
+	EXPECT_EQ(7, ss.weight);
+	EXPECT_EQ(RDMASHARE_BAND_NORMAL, cs.band);
+	EXPECT_NE(0, cs.qp_num);
+	EXPECT_NE(0, ss.qp_num);
+	EXPECT_EQ(n, cs.tx_msgs);
+	EXPECT_EQ(n * len, cs.tx_bytes);
+	EXPECT_EQ(n * chunks, cs.tx_chunks);
+	EXPECT_EQ(0, cs.rx_msgs);
+	EXPECT_EQ(n, ss.rx_msgs);
+	EXPECT_EQ(n * len, ss.rx_bytes);
+	EXPECT_EQ(n * chunks, ss.rx_chunks);
+	EXPECT_EQ(0, ss.tx_msgs);
+	EXPECT_EQ(0, cs.queued_ops);
+	EXPECT_EQ(0, cs.queued_bytes);
+	free(buf);
+}
+
+TEST_F_TIMEOUT(st, queued, 120)
+{
+	struct rdmashare_ac_stats cs;
+	char msg[100] = "queued";
+	int cac, sac, i;
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "1"));
+	ASSERT_LE(0, pair(self->c, self->s, PORT + 1, &cac, &sac));
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, rdmashare_send(self->c, cac, msg, sizeof(msg)));
+	/* The first goes with the one credit; the others wait for it. */
+	for (i = 0; i < 50; i++) {
+		ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+		if (cs.tx_msgs == 1)
+			break;
+		usleep(100000);
+	}
+	usleep(300000);
+	ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+	EXPECT_EQ(1, cs.tx_msgs);
+	EXPECT_EQ(0, cs.send_credits);
+	EXPECT_EQ(4, cs.queued_ops);
+	EXPECT_EQ(4 * sizeof(msg), cs.queued_bytes);
+	EXPECT_EQ(1, cs.credit_stalls);
+
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ((ssize_t)sizeof(msg),
+			  rdmashare_recv(self->s, sac, msg, sizeof(msg), 10000));
+	ASSERT_EQ(0, rdmashare_flush(self->c, 10000));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+	EXPECT_EQ(5, cs.tx_msgs);
+	EXPECT_EQ(0, cs.queued_ops);
+	EXPECT_EQ(0, cs.queued_bytes);
+	/* One credit at a time: every message but the first waited for one. */
+	EXPECT_EQ(4, cs.credit_stalls);
+}
+
+TEST_F_TIMEOUT(st, status, 120)
+{
+	struct rdmashare_ac_stats cs, ss;
+	int l, cac, sac, i;
+
+	l = pair(self->c, self->s, PORT + 2, &cac, &sac);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, rdmashare_ac_stats(self->s, l, &ss));
+	EXPECT_EQ(RDMASHARE_AC_STATE_LISTEN, ss.state);
+	EXPECT_EQ(PORT + 2, ss.port);
+
+	ASSERT_EQ(0, rdmashare_shutdown(self->c, cac));
+	EXPECT_EQ(-EPIPE, rdmashare_recv(self->s, sac, NULL, 0, 10000));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->s, sac, &ss));
+	EXPECT_EQ(RDMASHARE_AC_SHUT, cs.status);
+	EXPECT_EQ(RDMASHARE_AC_PEER_SHUT, ss.status);
+	EXPECT_EQ(RDMASHARE_AC_STATE_OPEN, ss.state);
+
+	ASSERT_EQ(0, rdmashare_close_ac(self->c, cac));
+	for (i = 0; i < 100; i++) {
+		ASSERT_EQ(0, rdmashare_ac_stats(self->s, sac, &ss));
+		if (ss.state == RDMASHARE_AC_STATE_CLOSED)
+			break;
+		usleep(100000);
+	}
+	EXPECT_EQ(RDMASHARE_AC_STATE_CLOSED, ss.state);
+	EXPECT_TRUE(ss.status & RDMASHARE_AC_PEER_CLOSED);
+}
+
+TEST_F(st, errors)
+{
+	struct rdmashare_ac_stats st = { .size = sizeof(st) };
+	int fd = rdmashare_fd(self->s), l;
+
+	l = rdmashare_listen(self->s, PORT + 3, 4);
+	ASSERT_LE(0, l);
+	st.ac = l;
+	st.flags = 1;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(EINVAL, errno);
+	st.flags = 0;
+	st.size = 8;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(EINVAL, errno);
+	st.size = sizeof(st);
+	st.ac = 4242;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(ENOENT, errno);
+	/* The listener is the server's; the client's file cannot name it. */
+	EXPECT_EQ(-ENOENT, rdmashare_ac_stats(self->c, l, &st));
+	EXPECT_EQ(0, rdmashare_ac_stats(self->s, l, &st));
+}
+
+TEST_HARNESS_MAIN
