@@ -696,6 +696,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 			/* Data to send, no credit to send it with. */
 			if (list_empty(&ac->sendq) && !ac->send_credits) {
 				ac->credit_stalls++;
+				rs_qp_stat(ac->qp, RS_STAT_CREDIT_STALLS, 1);
 				trace_rdmashare_credit_stall(ac, 0);
 			}
 			break;
@@ -1099,6 +1100,7 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 			pr_warn_ratelimited("AC %u: protocol error from the peer: seq %u/%u offset %u/%u len %u/%u reserved %u\n",
 					    ac->id, m->seq, ac->rx_seq, m->offset, ac->rx_off,
 					    m->msg_len, ac->rx_msg_len, ac->rx_reserved);
+			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
 			rs_qp_down(qp, -EPROTO);
 		}
 		break;

@@ -180,6 +180,9 @@ found:
 	ac->se.group = &grp->g;
 	list_add_tail(&ac->qp_node, &qp->acs);
 	qp->nr_acs++;
+	atomic_inc(&qp->peer->nr_acs);
+	if (qp->rdev)
+		atomic_inc(&qp->rdev->nr_acs);
 }
 
 /*
@@ -205,6 +208,9 @@ void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac)
 		kfree(grp);
 	}
 	qp->nr_acs--;
+	atomic_dec(&qp->peer->nr_acs);
+	if (qp->rdev)
+		atomic_dec(&qp->rdev->nr_acs);
 	rs_qp_arm_idle(qp);
 }
 
@@ -364,6 +370,8 @@ static void rs_qp_down_work(struct work_struct *work)
 	mutex_lock(&rs_peers_lock);
 	listed = !list_empty(&qp->peer_node);
 	list_del_init(&qp->peer_node);
+	if (listed)
+		atomic_dec(&qp->peer->nr_qps);
 	mutex_unlock(&rs_peers_lock);
 
 	/*
@@ -431,6 +439,7 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		goto out_unlock;
 	kref_get(&qp->ref);		/* the peer list's */
 	list_add_tail(&qp->peer_node, &peer->qps);
+	atomic_inc(&peer->nr_qps);
 	mutex_unlock(&rs_peers_lock);
 
 	param.rnr_retry_count = RS_RNR_RETRY_COUNT;
@@ -493,8 +502,10 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			qp->state = RS_QP_UP;
 		rs_qp_arm_idle(qp);
 		spin_unlock_irq(&qp->lock);
-		if (up)
+		if (up) {
 			trace_rdmashare_qp_up(qp, 0);
+			rs_qp_stat(qp, RS_STAT_QPS_UP, 1);
+		}
 		wake_up_all(&qp->wait);
 		rs_qp_kick(qp);
 		if (rs_keepalive_ms)
@@ -590,6 +601,7 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 	kref_get(&qp->ref);		/* the peer list's; the first is ours */
 	atomic_inc(&qp->nr_waiters);
 	list_add_tail(&qp->peer_node, &peer->qps);
+	atomic_inc(&peer->nr_qps);
 	mutex_unlock(&rs_peers_lock);
 
 	memcpy(&dst, &peer->addr, sizeof(dst));

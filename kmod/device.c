@@ -74,11 +74,16 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rs_proto_msg m;
 	int ret;
 
+	/* Posted buffers fell to a quarter of the SRQ: the refills lag. */
+	if (atomic_dec_return(&rdev->rx_posted) == rdev->srq_size / 4)
+		rs_stat_add(&rdev->stats, RS_STAT_SRQ_LOW, 1);
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			pr_err_ratelimited("%s: receive failed: %s\n",
 					   dev_name(&rdev->ibdev->dev),
 					   ib_wc_status_msg(wc->status));
+			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		}
 		/* A QP that failed returns the buffer it held: post it again. */
 		goto repost;
 	}
@@ -86,16 +91,23 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	ib_dma_sync_single_for_cpu(rdev->ibdev, rx->dma, rdev->rx_buf_size,
 				   DMA_FROM_DEVICE);
 	ret = rs_proto_decode(rx->buf, wc->byte_len, rdev->rx_buf_size - RS_HDR_LEN, &m);
-	if (ret)
+	if (ret) {
 		pr_warn_ratelimited("%s: dropped a malformed message: %d\n",
 				    dev_name(&rdev->ibdev->dev), ret);
-	else
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+	} else {
+		rs_qp_count_msg(qp, &m, true);
 		rs_ac_recv(qp, &m, rx->buf + RS_HDR_LEN);
+	}
 repost:
 	ret = rs_device_post_recv(rdev, rx);
-	if (ret)
+	if (ret) {
 		pr_err_ratelimited("%s: cannot repost a receive buffer: %d\n",
 				   dev_name(&rdev->ibdev->dev), ret);
+		return;
+	}
+	atomic_inc(&rdev->rx_posted);
+	rs_stat_add(&rdev->stats, RS_STAT_SRQ_REFILLS, 1);
 }
 
 static void rs_rx_free(struct rs_device *rdev, u32 n)
@@ -162,6 +174,7 @@ static int rs_srq_create(struct rs_device *rdev)
 		ret = rs_device_post_recv(rdev, &rdev->rx_bufs[i]);
 		if (ret)
 			goto out_free_bufs;
+		atomic_inc(&rdev->rx_posted);
 	}
 	return 0;
 

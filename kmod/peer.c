@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rdmashare: remote peers.  A peer is a remote address; it owns the shared
- * QPs towards that address (cm.c).  Peers live while a QP does.
+ * QPs towards that address (cm.c).  Peers live while a QP does, with a
+ * sysfs directory of their counters (sysfs.c), which go with them.
  */
 #include <linux/inet.h>
 #include <linux/slab.h>
@@ -43,6 +44,8 @@ struct rs_peer *rs_peer_get(const struct sockaddr *addr)
 	kref_init(&peer->ref);
 	INIT_LIST_HEAD(&peer->qps);
 	memcpy(&peer->addr, addr, rdma_addr_size(addr));
+	rs_sysfs_init_peer(peer);
+	rs_sysfs_add_peer(peer);
 	list_add(&peer->node, &rs_peers);
 	return peer;
 }
@@ -52,9 +55,11 @@ static void rs_peer_release(struct kref *ref)
 	struct rs_peer *peer = container_of(ref, struct rs_peer, ref);
 
 	list_del(&peer->node);
+	/* Under the lock: a new peer at this address gets the name. */
+	rs_sysfs_del_peer(peer);
 	mutex_unlock(&rs_peers_lock);
 	WARN_ON(!list_empty(&peer->qps));
-	kfree(peer);
+	rs_sysfs_put_peer(peer);
 }
 
 void rs_peer_put(struct rs_peer *peer)

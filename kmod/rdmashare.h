@@ -16,6 +16,7 @@
 #include <uapi/linux/rdmashare.h>
 
 #include "actable.h"
+#include "stats.h"
 
 struct ib_device;
 struct ib_pd;
@@ -45,6 +46,9 @@ struct rs_device {
 	u32 srq_size;
 	u32 rx_buf_size;
 	atomic_t nr_qps;
+	atomic_t nr_acs;
+	atomic_t rx_posted;
+	struct rs_stats stats;
 };
 
 /**
@@ -222,7 +226,7 @@ int rs_device_count(void);
 int rs_ib_init(void);
 void rs_ib_exit(void);
 
-/* sysfs.c: attributes of the misc device and of each RDMA device */
+/* sysfs.c: attributes of the misc device, each RDMA device and each peer */
 extern const struct attribute_group *rs_misc_groups[];
 int rs_sysfs_init(struct device *misc_dev);
 void rs_sysfs_exit(void);
@@ -231,6 +235,11 @@ void rs_sysfs_put_device(struct rs_device *rdev);
 int rs_sysfs_add_device(struct rs_device *rdev);
 void rs_sysfs_del_device(struct rs_device *rdev);
 void rs_sysfs_rename_device(struct rs_device *rdev);
+struct rs_peer;
+void rs_sysfs_init_peer(struct rs_peer *peer);
+void rs_sysfs_add_peer(struct rs_peer *peer);
+void rs_sysfs_del_peer(struct rs_peer *peer);
+void rs_sysfs_put_peer(struct rs_peer *peer);
 
 /* chardev.c: /dev/rdmashare */
 extern struct miscdevice rs_miscdev;

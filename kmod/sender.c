@@ -89,9 +89,11 @@ static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		status = -ECONNRESET;
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			pr_warn_ratelimited("QP %u: send failed: %s\n", qp->qp->qp_num,
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			pr_warn_ratelimited("QP %u: send failed: %s\n", qp->qp_num,
 					    ib_wc_status_msg(wc->status));
+			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		}
 		rs_qp_down(qp, status);
 	}
 
@@ -250,6 +252,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 			ac->tx_msgs++;
 		if (!ac->send_credits && !list_empty(&ac->sendq)) {
 			ac->credit_stalls++;
+			rs_qp_stat(qp, RS_STAT_CREDIT_STALLS, 1);
 			trace_rdmashare_credit_stall(ac, 0);
 		}
 		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
@@ -309,11 +312,13 @@ void rs_sender_work(struct work_struct *work)
 		if (ret)
 			goto fail;
 		trace_rdmashare_msg_post(qp, &plan.m);
+		rs_qp_count_msg(qp, &plan.m, false);
 		cond_resched();
 	}
 
 fail:
-	pr_warn_ratelimited("QP %u: cannot post a send: %d\n", qp->qp->qp_num, ret);
+	pr_warn_ratelimited("QP %u: cannot post a send: %d\n", qp->qp_num, ret);
+	rs_qp_stat(qp, RS_STAT_ERRORS, 1);
 	tx->ac = NULL;
 	tx->op = NULL;
 	spin_lock_irq(&qp->lock);

@@ -4,7 +4,10 @@
  *
  *   /sys/class/misc/rdmashare/abi_version
  *   /sys/class/misc/rdmashare/<tunable> (tunables.c)
- *   /sys/class/misc/rdmashare/devices/<ibdev>/{name,num_ports}
+ *   /sys/class/misc/rdmashare/devices/<ibdev>/{name,num_ports,qps,acs}
+ *   /sys/class/misc/rdmashare/devices/<ibdev>/stats/<counter>
+ *   /sys/class/misc/rdmashare/peers/<addr>/{address,qps,acs}
+ *   /sys/class/misc/rdmashare/peers/<addr>/stats/<counter>
  *
  * Documented in Documentation/ABI/testing/sysfs-class-misc-rdmashare.
  */
@@ -14,9 +17,10 @@
 #include <rdma/ib_verbs.h>
 #include <uapi/linux/rdmashare.h>
 
-#include "rdmashare.h"
+#include "transport.h"
 
 static struct kobject *rs_devices_kobj;
+static struct kobject *rs_peers_kobj;
 
 static ssize_t abi_version_show(struct device *dev,
 				struct device_attribute *attr, char *buf)
@@ -40,45 +44,137 @@ const struct attribute_group *rs_misc_groups[] = {
 	NULL,
 };
 
-/* Per RDMA device.  kobject_del() in rs_sysfs_del_device() waits for readers,
- * so ->ibdev is valid in every show().
+/*
+ * Devices and peers: a read-only attribute is a show() of its own, or
+ * (show NULL) a counter of the object's rs_stats, in a "stats" group.
+ * kobject_del() waits for readers, so the object is valid in every show().
  */
-#define to_rs_device(k) container_of(k, struct rs_device, kobj)
-
-struct rs_dev_attr {
+struct rs_obj_attr {
 	struct attribute attr;
-	ssize_t (*show)(struct rs_device *rdev, char *buf);
+	ssize_t (*show)(struct kobject *kobj, char *buf);
+	int stat;
 };
 
-static ssize_t name_show(struct rs_device *rdev, char *buf)
-{
-	return sysfs_emit(buf, "%s\n", dev_name(&rdev->ibdev->dev));
-}
+#define RS_OBJ_ATTR(_var, _name, _show) \
+	static struct rs_obj_attr rs_attr_##_var = { \
+		.attr = { .name = __stringify(_name), .mode = 0444 }, \
+		.show = _show, \
+	}
 
-static ssize_t num_ports_show(struct rs_device *rdev, char *buf)
-{
-	return sysfs_emit(buf, "%u\n", rdev->ibdev->phys_port_cnt);
-}
+#define RS_STAT_ATTR(_name, _i) \
+	static struct rs_obj_attr rs_stat_##_name = { \
+		.attr = { .name = __stringify(_name), .mode = 0444 }, \
+		.stat = _i, \
+	}
 
-#define RS_DEV_ATTR_RO(_name) \
-	static struct rs_dev_attr rs_dev_attr_##_name = __ATTR_RO(_name)
+RS_STAT_ATTR(tx_msgs, RS_STAT_TX_MSGS);
+RS_STAT_ATTR(tx_bytes, RS_STAT_TX_BYTES);
+RS_STAT_ATTR(tx_chunks, RS_STAT_TX_CHUNKS);
+RS_STAT_ATTR(rx_msgs, RS_STAT_RX_MSGS);
+RS_STAT_ATTR(rx_bytes, RS_STAT_RX_BYTES);
+RS_STAT_ATTR(rx_chunks, RS_STAT_RX_CHUNKS);
+RS_STAT_ATTR(ctrl_tx, RS_STAT_CTRL_TX);
+RS_STAT_ATTR(ctrl_rx, RS_STAT_CTRL_RX);
+RS_STAT_ATTR(credit_stalls, RS_STAT_CREDIT_STALLS);
+RS_STAT_ATTR(errors, RS_STAT_ERRORS);
+RS_STAT_ATTR(qps_up, RS_STAT_QPS_UP);
+RS_STAT_ATTR(srq_refills, RS_STAT_SRQ_REFILLS);
+RS_STAT_ATTR(srq_low, RS_STAT_SRQ_LOW);
 
-RS_DEV_ATTR_RO(name);
-RS_DEV_ATTR_RO(num_ports);
-
-static struct attribute *rs_dev_attrs[] = {
-	&rs_dev_attr_name.attr,
-	&rs_dev_attr_num_ports.attr,
+static struct attribute *rs_stat_attrs[] = {
+	&rs_stat_tx_msgs.attr,
+	&rs_stat_tx_bytes.attr,
+	&rs_stat_tx_chunks.attr,
+	&rs_stat_rx_msgs.attr,
+	&rs_stat_rx_bytes.attr,
+	&rs_stat_rx_chunks.attr,
+	&rs_stat_ctrl_tx.attr,
+	&rs_stat_ctrl_rx.attr,
+	&rs_stat_credit_stalls.attr,
+	&rs_stat_errors.attr,
+	&rs_stat_qps_up.attr,
+	&rs_stat_srq_refills.attr,
+	&rs_stat_srq_low.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(rs_dev);
+
+static const struct kobj_type rs_dev_ktype;
+
+/* The SRQ is a device's: its counters are not in a peer's directory. */
+static umode_t rs_stat_visible(struct kobject *kobj, struct attribute *attr, int i)
+{
+	if (kobj->ktype != &rs_dev_ktype &&
+	    (attr == &rs_stat_srq_refills.attr || attr == &rs_stat_srq_low.attr))
+		return 0;
+	return attr->mode;
+}
+
+static const struct attribute_group rs_stats_group = {
+	.name = "stats",
+	.attrs = rs_stat_attrs,
+	.is_visible = rs_stat_visible,
+};
+
+static ssize_t rs_stat_show(const struct rs_stats *stats, int i, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", rs_stat_read(stats, i));
+}
+
+/* ---- devices/<ibdev> ---- */
+
+#define to_rs_device(k) container_of(k, struct rs_device, kobj)
+
+static ssize_t rs_dev_name_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%s\n", dev_name(&to_rs_device(kobj)->ibdev->dev));
+}
+
+static ssize_t rs_dev_num_ports_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_rs_device(kobj)->ibdev->phys_port_cnt);
+}
+
+static ssize_t rs_dev_qps_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_rs_device(kobj)->nr_qps));
+}
+
+static ssize_t rs_dev_acs_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_rs_device(kobj)->nr_acs));
+}
+
+RS_OBJ_ATTR(dev_name, name, rs_dev_name_show);
+RS_OBJ_ATTR(dev_num_ports, num_ports, rs_dev_num_ports_show);
+RS_OBJ_ATTR(dev_qps, qps, rs_dev_qps_show);
+RS_OBJ_ATTR(dev_acs, acs, rs_dev_acs_show);
+
+static struct attribute *rs_dev_attrs[] = {
+	&rs_attr_dev_name.attr,
+	&rs_attr_dev_num_ports.attr,
+	&rs_attr_dev_qps.attr,
+	&rs_attr_dev_acs.attr,
+	NULL,
+};
+
+static const struct attribute_group rs_dev_group = {
+	.attrs = rs_dev_attrs,
+};
+
+static const struct attribute_group *rs_dev_groups[] = {
+	&rs_dev_group,
+	&rs_stats_group,
+	NULL,
+};
 
 static ssize_t rs_dev_attr_show(struct kobject *kobj, struct attribute *attr,
 				char *buf)
 {
-	struct rs_dev_attr *a = container_of(attr, struct rs_dev_attr, attr);
+	struct rs_obj_attr *a = container_of(attr, struct rs_obj_attr, attr);
 
-	return a->show(to_rs_device(kobj), buf);
+	if (a->show)
+		return a->show(kobj, buf);
+	return rs_stat_show(&to_rs_device(kobj)->stats, a->stat, buf);
 }
 
 static const struct sysfs_ops rs_dev_sysfs_ops = {
@@ -130,13 +226,121 @@ void rs_sysfs_rename_device(struct rs_device *rdev)
 			kobject_name(&rdev->kobj), ret);
 }
 
+/* ---- peers/<addr> ---- */
+
+#define to_rs_peer(k) container_of(k, struct rs_peer, kobj)
+
+static ssize_t rs_peer_address_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%pISc\n", &to_rs_peer(kobj)->addr);
+}
+
+static ssize_t rs_peer_qps_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_rs_peer(kobj)->nr_qps));
+}
+
+static ssize_t rs_peer_acs_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&to_rs_peer(kobj)->nr_acs));
+}
+
+RS_OBJ_ATTR(peer_address, address, rs_peer_address_show);
+RS_OBJ_ATTR(peer_qps, qps, rs_peer_qps_show);
+RS_OBJ_ATTR(peer_acs, acs, rs_peer_acs_show);
+
+static struct attribute *rs_peer_attrs[] = {
+	&rs_attr_peer_address.attr,
+	&rs_attr_peer_qps.attr,
+	&rs_attr_peer_acs.attr,
+	NULL,
+};
+
+static const struct attribute_group rs_peer_group = {
+	.attrs = rs_peer_attrs,
+};
+
+static const struct attribute_group *rs_peer_groups[] = {
+	&rs_peer_group,
+	&rs_stats_group,
+	NULL,
+};
+
+static ssize_t rs_peer_attr_show(struct kobject *kobj, struct attribute *attr,
+				 char *buf)
+{
+	struct rs_obj_attr *a = container_of(attr, struct rs_obj_attr, attr);
+
+	if (a->show)
+		return a->show(kobj, buf);
+	return rs_stat_show(&to_rs_peer(kobj)->stats, a->stat, buf);
+}
+
+static const struct sysfs_ops rs_peer_sysfs_ops = {
+	.show = rs_peer_attr_show,
+};
+
+static void rs_peer_kobj_release(struct kobject *kobj)
+{
+	kfree(to_rs_peer(kobj));
+}
+
+static const struct kobj_type rs_peer_ktype = {
+	.release = rs_peer_kobj_release,
+	.sysfs_ops = &rs_peer_sysfs_ops,
+	.default_groups = rs_peer_groups,
+};
+
+/* From here on the peer is freed by rs_sysfs_put_peer(), never by kfree(). */
+void rs_sysfs_init_peer(struct rs_peer *peer)
+{
+	kobject_init(&peer->kobj, &rs_peer_ktype);
+}
+
+/*
+ * Called with rs_peers_lock held, which also keeps a peer going away from
+ * racing with a new one at the same address.  A peer without a directory
+ * works all the same.
+ */
+void rs_sysfs_add_peer(struct rs_peer *peer)
+{
+	int ret;
+
+	ret = kobject_add(&peer->kobj, rs_peers_kobj, "%pISc", &peer->addr);
+	if (ret)
+		pr_warn("rdmashare: no sysfs directory for peer %pISc: %d\n",
+			&peer->addr, ret);
+	peer->in_sysfs = !ret;
+}
+
+/* Called with rs_peers_lock held; returns once no show() runs any more. */
+void rs_sysfs_del_peer(struct rs_peer *peer)
+{
+	if (peer->in_sysfs)
+		kobject_del(&peer->kobj);
+	peer->in_sysfs = false;
+}
+
+void rs_sysfs_put_peer(struct rs_peer *peer)
+{
+	kobject_put(&peer->kobj);
+}
+
 int rs_sysfs_init(struct device *misc_dev)
 {
 	rs_devices_kobj = kobject_create_and_add("devices", &misc_dev->kobj);
-	return rs_devices_kobj ? 0 : -ENOMEM;
+	if (!rs_devices_kobj)
+		return -ENOMEM;
+	rs_peers_kobj = kobject_create_and_add("peers", &misc_dev->kobj);
+	if (!rs_peers_kobj) {
+		kobject_put(rs_devices_kobj);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 void rs_sysfs_exit(void)
 {
+	kobject_put(rs_peers_kobj);
 	kobject_put(rs_devices_kobj);
 }

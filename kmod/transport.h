@@ -147,13 +147,44 @@ struct rs_qp_group {
  * @node: in rs_peers
  * @addr: its address (port 0)
  * @qps: its QPs (rs_qp.peer_node), under rs_peers_lock
+ * @kobj: its sysfs directory, peers/<addr>; frees the peer when put
+ * @in_sysfs: @kobj was added
+ * @nr_qps: QPs in @qps
+ * @nr_acs: ACs pinned to them
+ * @stats: its counters
  */
 struct rs_peer {
 	struct kref ref;
 	struct list_head node;
 	struct sockaddr_storage addr;
 	struct list_head qps;
+	struct kobject kobj;
+	bool in_sysfs;
+	atomic_t nr_qps;
+	atomic_t nr_acs;
+	struct rs_stats stats;
 };
+
+/* Count @n of @i for @qp's peer and device. */
+static inline void rs_qp_stat(struct rs_qp *qp, enum rs_stat i, u64 n)
+{
+	rs_stat_add(&qp->peer->stats, i, n);
+	if (qp->rdev)
+		rs_stat_add(&qp->rdev->stats, i, n);
+}
+
+/* A message @m went out on @qp, or came in (@rx). */
+static inline void rs_qp_count_msg(struct rs_qp *qp, const struct rs_proto_msg *m, bool rx)
+{
+	if (m->type != RS_MSG_DATA) {
+		rs_qp_stat(qp, rx ? RS_STAT_CTRL_RX : RS_STAT_CTRL_TX, 1);
+		return;
+	}
+	rs_qp_stat(qp, rx ? RS_STAT_RX_CHUNKS : RS_STAT_TX_CHUNKS, 1);
+	rs_qp_stat(qp, rx ? RS_STAT_RX_BYTES : RS_STAT_TX_BYTES, m->len);
+	if (m->flags & RS_F_LAST)
+		rs_qp_stat(qp, rx ? RS_STAT_RX_MSGS : RS_STAT_TX_MSGS, 1);
+}
 
 enum rs_ac_state {
 	RS_AC_LISTEN,

@@ -8,7 +8,11 @@
  *    sender shows its queued operations and bytes, no credit, a stall; all
  *    drain once the receiver reads;
  *  - status: SHUTDOWN and the peer's SHUTDOWN and CLOSE show;
- *  - errors: flags, unknown ids, another file's AC, a short struct.
+ *  - errors: flags, unknown ids, another file's AC, a short struct;
+ *  - sysfs: the device's and the peer's counters move by exactly the
+ *    messages, bytes and chunks sent (the host talks to itself, so it sends
+ *    and receives each one), their QP and AC gauges follow, and the peer's
+ *    directory goes with its last QP.
  */
 #include <arpa/inet.h>
 
@@ -210,6 +214,118 @@ TEST_F(st, errors)
 	/* The listener is the server's; the client's file cannot name it. */
 	EXPECT_EQ(-ENOENT, rdmashare_ac_stats(self->c, l, &st));
 	EXPECT_EQ(0, rdmashare_ac_stats(self->s, l, &st));
+}
+
+/* The counters of one sysfs object (a device's or a peer's directory). */
+struct counters {
+	long tx_msgs, tx_bytes, tx_chunks, rx_msgs, rx_bytes, rx_chunks, qps_up;
+};
+
+static int read_counters(const char *dir, struct counters *c)
+{
+	char path[1024];
+
+#define RD(f) do {							\
+		snprintf(path, sizeof(path), "%s/stats/" #f, dir);	\
+		c->f = read_long(path);					\
+		if (c->f < 0)						\
+			return -1;					\
+	} while (0)
+	RD(tx_msgs);
+	RD(tx_bytes);
+	RD(tx_chunks);
+	RD(rx_msgs);
+	RD(rx_bytes);
+	RD(rx_chunks);
+	RD(qps_up);
+#undef RD
+	return 0;
+}
+
+static long read_in(const char *dir, const char *file)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return read_long(path);
+}
+
+TEST_F_TIMEOUT(st, sysfs_counters, 180)
+{
+	const size_t big = 40000, small = 100;
+	struct counters d0, d1, p0, p1;
+	char dev[512], peer[512], idle[32];
+	long chunk = read_long(RS_SYSFS "/chunk_size");
+	long chunks = 5 * ((big + chunk - 1) / chunk) + 3;
+	long bytes = 5 * big + 3 * small;
+	char *buf = calloc(1, big);
+	struct dirent *de;
+	int cac, sac, i;
+	DIR *d;
+
+	ASSERT_NE(NULL, buf);
+	d = opendir(RS_SYSFS "/devices");
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d)) && de->d_name[0] == '.')
+		;
+	ASSERT_NE(NULL, de);
+	snprintf(dev, sizeof(dev), RS_SYSFS "/devices/%s", de->d_name);
+	closedir(d);
+	snprintf(peer, sizeof(peer), RS_SYSFS "/peers/%s", getenv("RS_IP") ?: "127.0.0.1");
+
+	/* Start from no QP: the peer's directory must come with its first. */
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/idle_timeout_ms", idle, sizeof(idle)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/idle_timeout_ms", "100"));
+	ASSERT_EQ(0, rs_wait_qps(0, 30));
+	EXPECT_FALSE(rs_path_exists(peer));
+	ASSERT_EQ(0, read_counters(dev, &d0));
+
+	ASSERT_LE(0, pair(self->c, self->s, PORT + 4, &cac, &sac));
+	ASSERT_TRUE(rs_path_exists(peer));
+	ASSERT_EQ(0, read_counters(peer, &p0));
+	/* Both QPs of the loopback and both ends of the AC are the peer's. */
+	EXPECT_EQ(2, p0.qps_up);
+	EXPECT_EQ(2, read_in(peer, "qps"));
+	EXPECT_EQ(2, read_in(peer, "acs"));
+	EXPECT_EQ(2, read_in(dev, "qps"));
+	EXPECT_EQ(2, read_in(dev, "acs"));
+
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ(0, rdmashare_send(self->c, cac, buf, big));
+	for (i = 0; i < 5; i++)
+		ASSERT_EQ((ssize_t)big, rdmashare_recv(self->s, sac, buf, big, 10000));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(0, rdmashare_send(self->s, sac, buf, small));
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ((ssize_t)small, rdmashare_recv(self->c, cac, buf, big, 10000));
+	ASSERT_EQ(0, rdmashare_flush(self->c, 10000));
+	ASSERT_EQ(0, rdmashare_flush(self->s, 10000));
+
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	ASSERT_EQ(0, read_counters(peer, &p1));
+	EXPECT_EQ(8, p1.tx_msgs - p0.tx_msgs);
+	EXPECT_EQ(bytes, p1.tx_bytes - p0.tx_bytes);
+	EXPECT_EQ(chunks, p1.tx_chunks - p0.tx_chunks);
+	EXPECT_EQ(8, p1.rx_msgs - p0.rx_msgs);
+	EXPECT_EQ(bytes, p1.rx_bytes - p0.rx_bytes);
+	EXPECT_EQ(chunks, p1.rx_chunks - p0.rx_chunks);
+	EXPECT_EQ(8, d1.tx_msgs - d0.tx_msgs);
+	EXPECT_EQ(bytes, d1.tx_bytes - d0.tx_bytes);
+	EXPECT_EQ(chunks, d1.rx_chunks - d0.rx_chunks);
+	EXPECT_EQ(2, d1.qps_up - d0.qps_up);
+	EXPECT_LT(0, read_in(dev, "stats/srq_refills"));
+	EXPECT_GT(0, read_in(peer, "stats/srq_refills"));	/* devices only */
+
+	ASSERT_EQ(0, rdmashare_close_ac(self->c, cac));
+	ASSERT_EQ(-EPIPE, rdmashare_recv(self->s, sac, buf, big, 10000));
+	ASSERT_EQ(0, rdmashare_close_ac(self->s, sac));
+	ASSERT_EQ(0, rdmashare_flush(self->s, 10000));
+	EXPECT_EQ(0, rs_wait_qps(0, 30));
+	EXPECT_FALSE(rs_path_exists(peer));
+	EXPECT_EQ(0, read_in(dev, "qps"));
+	EXPECT_EQ(0, read_in(dev, "acs"));
+	rs_write_file(RS_SYSFS "/idle_timeout_ms", idle);
+	free(buf);
 }
 
 TEST_HARNESS_MAIN
