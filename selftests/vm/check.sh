@@ -12,7 +12,7 @@
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
 #             kmemleak)
 #   vm-pair   two guests on one emulated link: rs-pingpong over IPv4 and
-#             IPv6, then the peer powers off mid-transfer and boots again
+#             IPv6, then the peer's power is cut mid-transfer and it boots again
 #   vm-pair-debug  the same with the debug kernel
 #
 # Each build stage counts as one test; each VM stage counts the tests it ran

@@ -15,9 +15,10 @@
 #                    link and run CMD there (the peer).  COMMAND runs on the
 #                    first guest; both must succeed.
 #   --peer-reboot CMD
-#                    the peer's CMD powers its guest off abruptly (it writes
-#                    the file $RS_WORK/poweroff first, then runs
-#                    "poweroff -f"); the peer then boots again, with the same
+#                    the peer's CMD cuts its guest's power: it creates the
+#                    file $RS_WORK/poweroff and waits, and run-vm.sh stops
+#                    that QEMU at once (no shutdown, nothing more on the
+#                    link); the peer then boots again, with the same
 #                    addresses, and runs this CMD.  Results of the second
 #                    boot are under the name b2.
 #   --timeout SEC    limit for the command (default 300); the VM gets 120 s
@@ -31,6 +32,9 @@
 # $RS_IP and $RS_PEER_IP); the environment has RS_IP, RS_IP6, RS_PEER_IP,
 # RS_PEER_IP6, RS_MODULE and RS_WORK (the guest's results directory).  The
 # command runs in the current directory.
+#
+# For experiments: RS_VM_SMP and RS_VM_MEM (guest CPUs and MiB), RS_VM_CPU
+# (QEMU's -cpu model), RS_VM_APPEND (more kernel parameters).
 
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -123,7 +127,13 @@ make_initramfs() {
 	printf '%s\n' "$dst"
 }
 
-common_append="console=ttyS0 panic=-1 oops=panic loglevel=6 pci=noacpi kasan_multi_shot"
+# mitigations=off: the guests run nothing but the tests, and under QEMU 7.2's
+# TCG Debian's 6.12 with its CPU mitigations died now and then of a double
+# fault or a kernel #DB in the Soft-RoCE receive path, an interrupt frame's
+# RFLAGS holding a pointer (3 of 8 two-guest runs; 0 of 8 with them off).
+common_append="console=ttyS0 panic=-1 oops=panic loglevel=6 pci=noacpi kasan_multi_shot mitigations=off ${RS_VM_APPEND:-}"
+cpu_args=()
+[ -z "${RS_VM_CPU:-}" ] || cpu_args=(-cpu "$RS_VM_CPU")
 if [ "$kernel" = debug ]; then
 	initrd=()
 	append="$common_append root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$RS_VM_DIR/guest-init.sh"
@@ -168,10 +178,12 @@ if [ -n "$peer_cmd" ]; then
 	port_b=$(free_udp_port)
 fi
 
-# boot_guest NAME ROLE CMD: one guest, in the foreground.  ROLE a or b picks
-# the addresses; NAME names its results directory.
+# boot_guest NAME ROLE CMD [cut]: one guest, in the foreground.  ROLE a or b
+# picks the addresses; NAME names its results directory.  With "cut", the
+# guest's power is cut when it creates the file "poweroff" in its results.
 boot_guest() {
-	local name=$1 role=$2 cmd=$3 w=$out/$1 ip ip6 peer peer6 net lp rp mac
+	local name=$1 role=$2 cmd=$3 cut=${4:-} w=$out/$1 ip ip6 peer peer6 net lp rp mac
+	local qpid
 	local netargs=(-nic none)
 	mkdir -p "$w"
 	chmod 0777 "$w"
@@ -204,13 +216,23 @@ boot_guest() {
 		RS_CMD_TIMEOUT=$timeout
 	EOT
 	timeout -k 10 $((timeout + 120)) qemu-system-x86_64 \
-		-accel tcg -m "$mem" -smp "$smp" \
+		-accel tcg "${cpu_args[@]}" -m "$mem" -smp "$smp" \
 		-nographic -no-reboot -nodefaults -serial "file:$w/console.log" \
 		-kernel "$vmlinuz" "${initrd[@]}" -append "$append" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$w,mount_tag=work,security_model=none" \
 		-virtfs "local,path=$RS_TOP,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
-		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1
+		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1 &
+	qpid=$!
+	while [ -n "$cut" ] && kill -0 "$qpid" 2>/dev/null; do
+		if [ -e "$w/poweroff" ]; then
+			# timeout passes SIGTERM on: QEMU stops the machine at once.
+			kill -TERM "$qpid" 2>/dev/null || true
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$qpid" || true
 }
 
 start=$(date +%s)
@@ -219,7 +241,7 @@ pids+=($!)
 if [ -n "$peer_cmd" ]; then
 	if [ -n "$reboot_cmd" ]; then
 		guests=(a b b2)
-		{ boot_guest b b "$peer_cmd"; boot_guest b2 b "$reboot_cmd"; } &
+		{ boot_guest b b "$peer_cmd" cut; boot_guest b2 b "$reboot_cmd"; } &
 	else
 		boot_guest b b "$peer_cmd" &
 	fi
@@ -245,9 +267,9 @@ report() {
 	local g=$1 w=$out/$1 rc why=
 	rc=$(cat "$w/rc" 2>/dev/null || echo none)
 	if [ "$g" = b ] && [ -n "$reboot_cmd" ]; then
-		# Powered off on purpose: no results but its console.
+		# Its power cut on purpose: no results but its console.
 		if [ ! -e "$w/poweroff" ]; then
-			why="the peer did not power off as --peer-reboot expects"
+			why="the peer did not ask for its power cut as --peer-reboot expects"
 		fi
 		if grep -qE "$problems" "$w/console.log"; then
 			why="${why:+$why; }kernel log shows a problem"
