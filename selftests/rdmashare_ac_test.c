@@ -3,8 +3,9 @@
  * Abstract connections on one host (Soft-RoCE loopback to the guest's own
  * address, RS_IP): listen, connect, accept, messages of every size around
  * the chunk size echoed and verified, a stream that fills the sender's data
- * area many times over verified, close seen by the peer, and the
- * errors of LISTEN, CONNECT, ACCEPT and of operations on wrong ACs.
+ * area many times over verified, a handle that only sends, close seen by
+ * the peer, and the errors of LISTEN, CONNECT, ACCEPT and of operations on
+ * wrong ACs.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -412,6 +413,38 @@ TEST(ops_on_wrong_acs)
 	}
 	rdmashare_close(a);
 	rdmashare_close(b);
+}
+
+/*
+ * A handle that only sends, one message at a time, each received on
+ * another handle before the next goes: the sender's CQ fills with SEND
+ * completions that nobody waits for.  The library must reap them when the
+ * kernel leaves an SQE unconsumed, or that message never leaves (it did,
+ * after a few hundred messages).
+ */
+TEST_F_TIMEOUT(data, send_only_handle, 180)
+{
+	struct rdmashare *c = open_setup(), *s = open_setup();
+	struct sockaddr_in sin = peer_addr(PORT + 9);
+	char buf[64];
+	int l, cac, sac, i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT + 9, 4);
+	ASSERT_LE(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LE(0, sac);
+	for (i = 0; i < 3000; i++) {
+		memset(buf, i, sizeof(buf));
+		ASSERT_EQ(0, rdmashare_send(c, cac, buf, sizeof(buf)));
+		ASSERT_EQ(64, rdmashare_recv(s, sac, buf, sizeof(buf), 10000)) TH_LOG("message %d", i);
+		ASSERT_EQ((char)i, buf[63]);
+	}
+	rdmashare_close(c);
+	rdmashare_close(s);
 }
 
 /*

@@ -228,6 +228,28 @@ static int rs_reap(struct rdmashare *rs, int wait, unsigned int timeout_ms)
 	return 0;
 }
 
+/*
+ * Submit the SQ.  The kernel consumes an SQE only with CQ room for its
+ * completion: while it leaves some in the SQ, file the completions that
+ * wait (or the next one) and submit again, or a SEND could sit in the SQ
+ * while its peer waits for it.
+ */
+static int rs_push(struct rdmashare *rs)
+{
+	int ret;
+
+	for (;;) {
+		ret = rdmashare_submit(rs);
+		if (ret < 0)
+			return ret;
+		if (rs->sq.tail == rs_smp_load_acquire(rs->sq.khead))
+			return 0;
+		ret = rs_reap(rs, 1, 0);
+		if (ret)
+			return ret;
+	}
+}
+
 /* An SQE, reaping and submitting until one is free. */
 static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
 {
@@ -369,8 +391,7 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 	sqe->len = len;
 	sqe->user_data = RS_UD(RS_UD_SEND) | ((__u64)off << 30) | len;
 	rs->inflight++;
-	ret = rdmashare_submit(rs);
-	return ret < 0 ? ret : 0;
+	return rs_push(rs);
 }
 
 /* Give the slots of a received message back, then forget its chunks. */
@@ -425,7 +446,7 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		more = c->more;
 		rs_release(rs, ac, c);
 		/* Hand the slot back now: the sender may be waiting for it. */
-		ret = rdmashare_submit(rs);
+		ret = rs_push(rs);
 		if (ret < 0)
 			return ret;
 	}
@@ -457,7 +478,7 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac)
 	sqe->opcode = RDMASHARE_OP_CLOSE;
 	sqe->ac = ac;
 	sqe->user_data = RS_UD(RS_UD_CLOSE) | (__u32)ac;
-	return rdmashare_submit(rs) < 0 ? -EIO : 0;
+	return rs_push(rs) < 0 ? -EIO : 0;
 }
 
 int rdmashare_ac_stats(struct rdmashare *rs, int ac, struct rdmashare_ac_stats *st)
@@ -486,7 +507,7 @@ int rdmashare_shutdown(struct rdmashare *rs, int ac)
 	sqe->ac = ac;
 	sqe->user_data = RS_UD(RS_UD_SHUT) | (__u32)ac;
 	st->shut = 1;
-	return rdmashare_submit(rs) < 0 ? -EIO : 0;
+	return rs_push(rs) < 0 ? -EIO : 0;
 }
 
 int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms)
