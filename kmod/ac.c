@@ -56,6 +56,8 @@ struct rs_file *rs_file_alloc(void)
 	if (!rf)
 		return NULL;
 	rs_rings_init(rf);
+	rf->tgid = task_tgid_nr(current);
+	get_task_comm(rf->comm, current);
 	kref_init(&rf->ref);
 	mutex_init(&rf->ac_lock);
 	rs_actable_init(&rf->acs, false);

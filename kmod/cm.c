@@ -368,10 +368,7 @@ static void rs_qp_down_work(struct work_struct *work)
 	spin_unlock_irq(&qp->lock);
 
 	mutex_lock(&rs_peers_lock);
-	listed = !list_empty(&qp->peer_node);
-	list_del_init(&qp->peer_node);
-	if (listed)
-		atomic_dec(&qp->peer->nr_qps);
+	listed = rs_peer_del_qp(qp->peer, qp);
 	mutex_unlock(&rs_peers_lock);
 
 	/*
@@ -438,8 +435,7 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ret)
 		goto out_unlock;
 	kref_get(&qp->ref);		/* the peer list's */
-	list_add_tail(&qp->peer_node, &peer->qps);
-	atomic_inc(&peer->nr_qps);
+	rs_peer_add_qp(peer, qp);
 	mutex_unlock(&rs_peers_lock);
 
 	param.rnr_retry_count = RS_RNR_RETRY_COUNT;
@@ -600,8 +596,7 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 	}
 	kref_get(&qp->ref);		/* the peer list's; the first is ours */
 	atomic_inc(&qp->nr_waiters);
-	list_add_tail(&qp->peer_node, &peer->qps);
-	atomic_inc(&peer->nr_qps);
+	rs_peer_add_qp(peer, qp);
 	mutex_unlock(&rs_peers_lock);
 
 	memcpy(&dst, &peer->addr, sizeof(dst));

@@ -31,9 +31,10 @@ static int __init rs_init(void)
 	if (ret)
 		goto out_chardev_exit;
 
+	rs_debugfs_init();
 	ret = rs_cm_init();
 	if (ret)
-		goto out_sysfs_exit;
+		goto out_debugfs_exit;
 
 	ret = rs_ib_init();
 	if (ret)
@@ -44,7 +45,8 @@ static int __init rs_init(void)
 
 out_cm_exit:
 	rs_cm_exit();
-out_sysfs_exit:
+out_debugfs_exit:
+	rs_debugfs_exit();
 	rs_sysfs_exit();
 out_chardev_exit:
 	rs_chardev_exit();
@@ -55,6 +57,7 @@ static void __exit rs_exit(void)
 {
 	rs_ib_exit();
 	rs_cm_exit();
+	rs_debugfs_exit();
 	rs_sysfs_exit();
 	rs_chardev_exit();
 	pr_info("unloaded\n");

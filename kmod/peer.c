@@ -43,11 +43,38 @@ struct rs_peer *rs_peer_get(const struct sockaddr *addr)
 		return NULL;
 	kref_init(&peer->ref);
 	INIT_LIST_HEAD(&peer->qps);
+	mutex_init(&peer->qps_lock);
 	memcpy(&peer->addr, addr, rdma_addr_size(addr));
 	rs_sysfs_init_peer(peer);
 	rs_sysfs_add_peer(peer);
+	rs_debugfs_add_peer(peer);
 	list_add(&peer->node, &rs_peers);
 	return peer;
+}
+
+/* Called with rs_peers_lock held: @qp joins @peer's QPs. */
+void rs_peer_add_qp(struct rs_peer *peer, struct rs_qp *qp)
+{
+	lockdep_assert_held(&rs_peers_lock);
+	mutex_lock(&peer->qps_lock);
+	list_add_tail(&qp->peer_node, &peer->qps);
+	mutex_unlock(&peer->qps_lock);
+	atomic_inc(&peer->nr_qps);
+}
+
+/* Called with rs_peers_lock held: @qp leaves them; false if it was not there. */
+bool rs_peer_del_qp(struct rs_peer *peer, struct rs_qp *qp)
+{
+	bool listed;
+
+	lockdep_assert_held(&rs_peers_lock);
+	mutex_lock(&peer->qps_lock);
+	listed = !list_empty(&qp->peer_node);
+	list_del_init(&qp->peer_node);
+	mutex_unlock(&peer->qps_lock);
+	if (listed)
+		atomic_dec(&peer->nr_qps);
+	return listed;
 }
 
 static void rs_peer_release(struct kref *ref)
@@ -55,7 +82,8 @@ static void rs_peer_release(struct kref *ref)
 	struct rs_peer *peer = container_of(ref, struct rs_peer, ref);
 
 	list_del(&peer->node);
-	/* Under the lock: a new peer at this address gets the name. */
+	/* Under the lock: a new peer at this address gets the names. */
+	rs_debugfs_del_peer(peer);
 	rs_sysfs_del_peer(peer);
 	mutex_unlock(&rs_peers_lock);
 	WARN_ON(!list_empty(&peer->qps));

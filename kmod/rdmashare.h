@@ -9,6 +9,7 @@
 #include <linux/list.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
@@ -134,6 +135,9 @@ struct rs_file {
 
 	struct user_struct *user;
 	unsigned long acct_pages;
+
+	pid_t tgid;			/* who opened it, for debugfs */
+	char comm[TASK_COMM_LEN];
 
 	struct kref ref;
 	struct mutex ac_lock;		/* AC table and backlogs */

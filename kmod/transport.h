@@ -9,8 +9,9 @@
  *               the scheduler of the ACs pinned to it
  *   rs_ac       one end of an abstract connection (ac.c), owned by a file
  *
- * Locks, outermost first: rs_peers_lock (mutex) > rs_file.ac_lock (mutex)
- * > rs_file.rx_lock (spinlock) > rs_qp.lock (spinlock) > rs_file.cq_lock.
+ * Locks, outermost first: rs_peers_lock (mutex) > rs_peer.qps_lock (mutex)
+ * > rs_file.ac_lock (mutex) > rs_file.rx_lock (spinlock) > rs_qp.lock
+ * (spinlock) > rs_file.cq_lock.
  * Completion handlers run in process context (IB_POLL_WORKQUEUE).
  */
 #ifndef _RDMASHARE_TRANSPORT_H
@@ -146,7 +147,10 @@ struct rs_qp_group {
  * @ref: references: rs_peers, each QP
  * @node: in rs_peers
  * @addr: its address (port 0)
- * @qps: its QPs (rs_qp.peer_node), under rs_peers_lock
+ * @qps: its QPs (rs_qp.peer_node), changed under rs_peers_lock and
+ *	@qps_lock, read under either
+ * @qps_lock: for readers that cannot take rs_peers_lock (debugfs)
+ * @debugfs: its debugfs file, peers/<addr>
  * @kobj: its sysfs directory, peers/<addr>; frees the peer when put
  * @in_sysfs: @kobj was added
  * @nr_qps: QPs in @qps
@@ -158,6 +162,8 @@ struct rs_peer {
 	struct list_head node;
 	struct sockaddr_storage addr;
 	struct list_head qps;
+	struct mutex qps_lock;		/* see above */
+	struct dentry *debugfs;
 	struct kobject kobj;
 	bool in_sysfs;
 	atomic_t nr_qps;
@@ -345,8 +351,16 @@ void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **s
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);
 void rs_qps_down_device(struct rs_device *rdev);
 
+/* debugfs.c */
+void rs_debugfs_init(void);
+void rs_debugfs_exit(void);
+void rs_debugfs_add_peer(struct rs_peer *peer);
+void rs_debugfs_del_peer(struct rs_peer *peer);
+
 /* peer.c */
 struct rs_peer *rs_peer_get(const struct sockaddr *addr);
+void rs_peer_add_qp(struct rs_peer *peer, struct rs_qp *qp);
+bool rs_peer_del_qp(struct rs_peer *peer, struct rs_qp *qp);
 void rs_peer_put(struct rs_peer *peer);
 void rs_peers_down(struct rs_device *rdev);
 bool rs_addr_equal(const struct sockaddr *a, const struct sockaddr *b);

@@ -9,6 +9,8 @@
  *    drain once the receiver reads;
  *  - status: SHUTDOWN and the peer's SHUTDOWN and CLOSE show;
  *  - errors: flags, unknown ids, another file's AC, a short struct;
+ *  - debugfs: root's listing of a peer's QPs and ACs names this process,
+ *    its ACs, their weights and counters; another user cannot read it;
  *  - sysfs: the device's and the peer's counters move by exactly the
  *    messages, bytes and chunks sent (the host talks to itself, so it sends
  *    and receives each one), their QP and AC gauges follow, and the peer's
@@ -214,6 +216,52 @@ TEST_F(st, errors)
 	/* The listener is the server's; the client's file cannot name it. */
 	EXPECT_EQ(-ENOENT, rdmashare_ac_stats(self->c, l, &st));
 	EXPECT_EQ(0, rdmashare_ac_stats(self->s, l, &st));
+}
+
+TEST_F_TIMEOUT(st, debugfs_listing, 120)
+{
+	char path[256], want[256], *buf = calloc(1, 65536);
+	int cac, sac, fd, st;
+	ssize_t n;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_LE(0, pair(self->c, self->s, PORT + 5, &cac, &sac));
+	ASSERT_EQ(0, rdmashare_set_weight(self->c, cac, 9));
+	ASSERT_EQ(0, rdmashare_send(self->c, cac, "debugfs", 7));
+	ASSERT_EQ(7, rdmashare_recv(self->s, sac, buf, 64, 10000));
+	ASSERT_EQ(0, rdmashare_flush(self->c, 10000));
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/rdmashare/peers/%s",
+		 getenv("RS_IP") ?: "127.0.0.1");
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd) TH_LOG("%s: %s", path, strerror(errno));
+	n = read(fd, buf, 65535);
+	close(fd);
+	ASSERT_LT(0, n);
+	buf[n] = 0;
+	snprintf(want, sizeof(want), "peer %s qps 2 acs 2\n", getenv("RS_IP") ?: "127.0.0.1");
+	EXPECT_EQ(0, strncmp(buf, want, strlen(want))) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, " up active")) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, " up passive")) TH_LOG("%s", buf);
+	snprintf(want, sizeof(want), " pid %d comm rdmashare_stats ac %d port %d state open\n",
+		 getpid(), cac, PORT + 5);
+	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "    weight 9 band 1 app_weight 1 ")) TH_LOG("%s", buf);
+	EXPECT_NE(NULL, strstr(buf, "    tx_msgs 1 tx_bytes 7 tx_chunks 1 ")) TH_LOG("%s", buf);
+
+	/* Another user: the file is root's. */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		fd = open(path, O_RDONLY);
+		_exit(fd < 0 && errno == EACCES ? 0 : 11);
+	}
+	waitpid(pid, &st, 0);
+	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("child %#x", st);
+	free(buf);
 }
 
 /* The counters of one sysfs object (a device's or a peer's directory). */

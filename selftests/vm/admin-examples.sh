@@ -17,6 +17,8 @@ sleep 3
 echo "# rdmashare status"; "$bin/rdmashare" status
 echo "# rdmashare stats -w 2 -c 1"; "$bin/rdmashare" stats -w 2 -c 1
 echo "# rdmashare --json status"; "$bin/rdmashare" --json status
+echo "# cat /sys/kernel/debug/rdmashare/peers/$RS_IP"
+cat "/sys/kernel/debug/rdmashare/peers/$RS_IP"
 wait
 echo "# rdmashare get"; "$bin/rdmashare" get
 echo "# rdmashare set sched_mode flat"; "$bin/rdmashare" set sched_mode flat
