@@ -10,6 +10,9 @@
 #   make bench            the benchmarks (Documentation/benchmarks.rst); not
 #                         part of make check; expects make done
 #   make bench-transport  rdmashare vs perftest, RDS, rsocket and TCP
+#   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and
+#                         a QP per sender: throughput, shares, latency; also
+#                         expects make -C selftests bench
 #   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
 
 # Kernel to build against: the running kernel's build tree when it exists,
@@ -31,7 +34,7 @@ endif
 TOP := $(CURDIR)
 
 .PHONY: all module userlib selftests clean deps check demo \
-	modules_install install kdir-check bench bench-transport
+	modules_install install kdir-check bench bench-transport bench-sched
 
 all: module userlib selftests
 
@@ -68,10 +71,13 @@ demo:
 	bash selftests/vm/demo.sh
 
 # Every benchmark is a bench-<name> target and a prerequisite of bench.
-bench: bench-transport
+bench: bench-transport bench-sched
 
 bench-transport:
 	bash selftests/bench/transport.sh
+
+bench-sched:
+	bash selftests/bench/sched.sh
 
 clean:
 	-[ -n "$(KDIR)" ] && [ -e "$(KDIR)/Makefile" ] && \

@@ -22,6 +22,8 @@ PKGS=(
 	# RDMA user space: Soft-RoCE, verbs, rdma_cm, perftest and anchors
 	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils
 	libibverbs-dev librdmacm-dev qperf
+	# benchmarks: make bench-sched's plot
+	python3-matplotlib
 )
 
 missing=()
