@@ -271,7 +271,7 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	if (!qp->rdev || !qp->rdev->srq)
 		return -ENODEV;
 
-	qp->send_depth = min_t(u32, rs_send_depth, ibdev->attrs.max_qp_wr - 1);
+	qp->send_depth = min_t(u32, READ_ONCE(rs_send_depth), ibdev->attrs.max_qp_wr - 1);
 	/*
 	 * One CQ for sends and receives: draining the SQ then also flushes
 	 * every receive completion that points at the QP.  Room for every

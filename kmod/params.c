@@ -29,10 +29,6 @@ unsigned long rs_data_size_default = SZ_4M;
 module_param_named(data_size, rs_data_size_default, ulong, 0444);
 MODULE_PARM_DESC(data_size, "Data area of a file that asks for the default, bytes (4 MiB)");
 
-unsigned long rs_data_size_max = SZ_256M;
-module_param_named(max_data_size, rs_data_size_max, ulong, 0444);
-MODULE_PARM_DESC(max_data_size, "Largest data area a file may ask for, bytes (256 MiB, at most 256 MiB)");
-
 unsigned int rs_srq_size = 512;
 module_param_named(srq_size, rs_srq_size, uint, 0444);
 MODULE_PARM_DESC(srq_size, "Receive buffers per RDMA device (512)");
@@ -40,10 +36,6 @@ MODULE_PARM_DESC(srq_size, "Receive buffers per RDMA device (512)");
 unsigned int rs_chunk_size = SZ_16K;
 module_param_named(max_chunk_size, rs_chunk_size, uint, 0444);
 MODULE_PARM_DESC(max_chunk_size, "Largest chunk of a message on the wire, and a receive slot, bytes (16 KiB)");
-
-unsigned int rs_send_depth = 64;
-module_param_named(send_depth, rs_send_depth, uint, 0444);
-MODULE_PARM_DESC(send_depth, "Sends in flight per shared QP (64)");
 
 unsigned int rs_rx_slots_default = 64;
 module_param_named(rx_slots, rs_rx_slots_default, uint, 0444);
@@ -76,23 +68,18 @@ int rs_params_check(void)
 		       rs_sq_entries_default, RS_SQ_ENTRIES_MIN);
 		return -EINVAL;
 	}
-	if (!rs_data_size_max || rs_data_size_max > RS_DATA_SIZE_LIMIT ||
-	    !PAGE_ALIGNED(rs_data_size_max)) {
-		pr_err("max_data_size=%lu: not a multiple of the page size up to %lu\n",
-		       rs_data_size_max, (unsigned long)RS_DATA_SIZE_LIMIT);
-		return -EINVAL;
-	}
-	if (!rs_data_size_default || rs_data_size_default > rs_data_size_max ||
+	/* The max_data_size tunable starts at the limit and stays above this. */
+	if (!rs_data_size_default || rs_data_size_default > RS_DATA_SIZE_LIMIT ||
 	    !PAGE_ALIGNED(rs_data_size_default)) {
-		pr_err("data_size=%lu: not a multiple of the page size up to max_data_size\n",
-		       rs_data_size_default);
+		pr_err("data_size=%lu: not a multiple of the page size up to %lu\n",
+		       rs_data_size_default, (unsigned long)RS_DATA_SIZE_LIMIT);
 		return -EINVAL;
 	}
 	if (rs_chunk_size < 64 || rs_chunk_size > RS_PROTO_MAX_CHUNK) {
 		pr_err("max_chunk_size=%u: not in [64, %lu]\n", rs_chunk_size, RS_PROTO_MAX_CHUNK);
 		return -EINVAL;
 	}
-	if (!rs_srq_size || rs_srq_size > 65536 || !rs_send_depth || rs_send_depth > 4096 ||
+	if (!rs_srq_size || rs_srq_size > 65536 ||
 	    !rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
 	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max ||
 	    !rs_backlog_max || !rs_connect_timeout_ms) {

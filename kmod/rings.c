@@ -126,7 +126,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 		return -EINVAL;
 
 	data_size = p->data_size ?: rs_data_size_default;
-	if (data_size > rs_data_size_max)
+	if (data_size > READ_ONCE(rs_data_size_max))
 		return -EINVAL;
 	data_size = PAGE_ALIGN(data_size);
 	map_size = data_size + PAGE_ALIGN((size_t)rx_slots * rs_chunk_size);

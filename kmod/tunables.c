@@ -9,6 +9,7 @@
  */
 #include <linux/device.h>
 #include <linux/kernel.h>
+#include <linux/mm.h>
 #include <linux/sysfs.h>
 
 #include "proto.h"
@@ -33,6 +34,10 @@ unsigned int rs_tx_chunk;		/* rs_tunables_init() */
 unsigned int rs_split = 1;
 /* Receive slots set aside for each new AC: its credit window. */
 unsigned int rs_credits_per_ac = 4;
+/* Sends in flight per shared QP: its send queue and TX buffers. */
+unsigned int rs_send_depth = 64;
+/* Largest data area a file may ask for in SETUP, bytes. */
+unsigned int rs_data_size_max = RS_DATA_SIZE_LIMIT;
 
 /* Defaults that depend on load-time parameters (rs_params_check()). */
 void rs_tunables_init(void)
@@ -50,6 +55,12 @@ static bool rs_quantum_ok(unsigned int v)
 static bool rs_tx_chunk_ok(unsigned int v)
 {
 	return v <= rs_chunk_size;
+}
+
+/* Whole pages, and room for what a file gets by default. */
+static bool rs_data_size_max_ok(unsigned int v)
+{
+	return PAGE_ALIGNED(v) && v >= rs_data_size_default;
 }
 
 static const char * const rs_sched_modes[] = { "app", "flat", NULL };
@@ -119,6 +130,11 @@ RS_TUNABLE_CHECKED(chunk_size, rs_tx_chunk, 64, RS_PROTO_MAX_CHUNK, rs_tx_chunk_
 RS_TUNABLE(split, rs_split, 0, 1, rs_qps_sched_changed);
 /* Applies to ACs opened after the write. */
 RS_TUNABLE(credits_per_ac, rs_credits_per_ac, 1, RS_PROTO_MAX_CREDITS, NULL);
+/* Applies to QPs set up after the write. */
+RS_TUNABLE(send_depth, rs_send_depth, 1, 4096, NULL);
+/* Applies to SETUPs after the write; set-up files keep their areas. */
+RS_TUNABLE_CHECKED(max_data_size, rs_data_size_max, PAGE_SIZE, RS_DATA_SIZE_LIMIT,
+		   rs_data_size_max_ok, NULL);
 
 /* sched_mode: "app" (per application, then per AC) or "flat" (per AC). */
 static ssize_t sched_mode_show(struct device *dev, struct device_attribute *attr,
@@ -150,6 +166,8 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_chunk_size.attr.attr,
 	&rs_tunable_split.attr.attr,
 	&rs_tunable_credits_per_ac.attr.attr,
+	&rs_tunable_send_depth.attr.attr,
+	&rs_tunable_max_data_size.attr.attr,
 	NULL,
 };
 

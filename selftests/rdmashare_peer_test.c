@@ -14,7 +14,11 @@
  *    CONNECT to a full file is refused, a closed AC makes room;
  *  - qps_per_peer: with 3, nine ACs to the host itself ride 3 QPs (plus
  *    their 3 accepting ends), each AC carries its data; lowering it to 1
- *    adds no QP.
+ *    adds no QP;
+ *  - send_depth: bad writes refused; QPs set up after a write have that
+ *    many TX buffers (debugfs), and carry data;
+ *  - max_data_size: bad writes (unaligned, under the default data area)
+ *    refused; SETUP above a lowered limit fails with EINVAL, at it works.
  */
 #include <arpa/inet.h>
 #include <time.h>
@@ -28,6 +32,8 @@
 #define QPS_PATH	RS_SYSFS "/qps_per_peer"
 #define IDLE_PATH	RS_SYSFS "/idle_timeout_ms"
 #define MAXACS_PATH	RS_SYSFS "/max_acs_per_file"
+#define DEPTH_PATH	RS_SYSFS "/send_depth"
+#define DATAMAX_PATH	RS_SYSFS "/max_data_size"
 
 static struct sockaddr_in addr_of(unsigned int port)
 {
@@ -89,6 +95,8 @@ FIXTURE(tun) {
 	char qps[32];
 	char idle[32];
 	char maxacs[32];
+	char depth[32];
+	char datamax[32];
 };
 
 FIXTURE_SETUP(tun)
@@ -96,6 +104,8 @@ FIXTURE_SETUP(tun)
 	ASSERT_EQ(0, rs_read_file(QPS_PATH, self->qps, sizeof(self->qps)));
 	ASSERT_EQ(0, rs_read_file(IDLE_PATH, self->idle, sizeof(self->idle)));
 	ASSERT_EQ(0, rs_read_file(MAXACS_PATH, self->maxacs, sizeof(self->maxacs)));
+	ASSERT_EQ(0, rs_read_file(DEPTH_PATH, self->depth, sizeof(self->depth)));
+	ASSERT_EQ(0, rs_read_file(DATAMAX_PATH, self->datamax, sizeof(self->datamax)));
 }
 
 FIXTURE_TEARDOWN(tun)
@@ -103,6 +113,87 @@ FIXTURE_TEARDOWN(tun)
 	rs_write_file(QPS_PATH, self->qps);
 	rs_write_file(IDLE_PATH, self->idle);
 	rs_write_file(MAXACS_PATH, self->maxacs);
+	rs_write_file(DEPTH_PATH, self->depth);
+	rs_write_file(DATAMAX_PATH, self->datamax);
+}
+
+/* Each of @bad is refused with EINVAL and leaves @path's value. */
+static int refuses(const char *path, const char *const *bad, unsigned int n)
+{
+	char before[32], after[32];
+	unsigned int i;
+
+	if (rs_read_file(path, before, sizeof(before)))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (rs_write_file(path, bad[i]) != -EINVAL)
+			return i + 1;
+		if (rs_read_file(path, after, sizeof(after)) || strcmp(before, after))
+			return 100 + i;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(tun, send_depth, 180)
+{
+	static const char *const bad[] = { "0", "4097", "-1", "x", "\n", "8 8" };
+	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
+	char path[256], *buf = calloc(1, 65536), *p;
+	int l, c, s, fd, n, qps = 0;
+
+	ASSERT_NE(NULL, rs);
+	ASSERT_NE(NULL, buf);
+	EXPECT_STREQ("64", self->depth);
+	EXPECT_EQ(0, refuses(DEPTH_PATH, bad, sizeof(bad) / sizeof(bad[0])));
+
+	/* New QPs only: take the old ones down first. */
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "100"));
+	ASSERT_EQ(0, rs_wait_qps(0, 30));
+	ASSERT_EQ(0, rs_write_file(DEPTH_PATH, "8"));
+	l = rdmashare_listen(rs, PORT, 4);
+	ASSERT_LE(0, l);
+	ASSERT_EQ(0, pair(rs, l, &c, &s));
+	for (n = 0; n < 40; n++)
+		ASSERT_EQ(0, one_message(rs, c, s, n));
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/rdmashare/peers/%s",
+		 getenv("RS_IP") ?: "127.0.0.1");
+	fd = open(path, O_RDONLY);
+	ASSERT_LE(0, fd);
+	n = read(fd, buf, 65535);
+	close(fd);
+	ASSERT_LT(0, n);
+	buf[n] = 0;
+	/* Both QPs, idle now: every one of their 8 TX buffers free. */
+	for (p = buf; (p = strstr(p, "\nqp ")); p++) {
+		qps++;
+		EXPECT_NE(NULL, strstr(p, " tx_free 8\n")) TH_LOG("%s", buf);
+	}
+	EXPECT_EQ(2, qps) TH_LOG("%s", buf);
+	EXPECT_EQ(0, unpair(rs, c, s));
+	rdmashare_close(rs);
+	free(buf);
+}
+
+TEST_F(tun, max_data_size)
+{
+	static const char *const bad[] = {
+		"0", "4095", "4097", "268435457", "1048576", "x", "\n", "-4096",
+	};
+	struct rdmashare_setup p = { .rx_slots = 16 };
+	struct rdmashare *rs;
+
+	EXPECT_STREQ("268435456", self->datamax);
+	/* 1 MiB is a page multiple but under the default area (4 MiB). */
+	EXPECT_EQ(0, refuses(DATAMAX_PATH, bad, sizeof(bad) / sizeof(bad[0])));
+	ASSERT_EQ(0, rs_write_file(DATAMAX_PATH, "8388608"));
+
+	ASSERT_EQ(0, rdmashare_open(&rs, 0));
+	p.data_size = 16 << 20;
+	EXPECT_EQ(-EINVAL, rdmashare_setup(rs, &p));
+	p.data_size = 8 << 20;
+	EXPECT_EQ(0, rdmashare_setup(rs, &p));
+	rdmashare_close(rs);
 }
 
 TEST_F(tun, tunable_bad_writes)
