@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <sys/syscall.h>
 
 #include "common.h"
@@ -144,7 +145,7 @@ TEST_F_TIMEOUT(cli, status, 60)
 
 TEST_F_TIMEOUT(cli, stats, 90)
 {
-	char buf[64] = "stats", expr[256];
+	char buf[64] = "stats", expr[256], path[256], acs[32] = "0", *second;
 	pid_t pid;
 	int i;
 
@@ -161,7 +162,7 @@ TEST_F_TIMEOUT(cli, stats, 90)
 	ASSERT_EQ(0, run("stats", self->out, sizeof(self->out)));
 	EXPECT_NE(NULL, strstr(self->out, "TX_MSGS")) TH_LOG("%s", self->out);
 
-	/* Rates while a child keeps an AC of its own busy for 4 s. */
+	/* Rates while a child keeps an AC of its own busy, until killed. */
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
@@ -177,7 +178,7 @@ TEST_F_TIMEOUT(cli, stats, 90)
 		sac = rdmashare_accept(s, l, 20000);
 		if (l < 0 || cac < 0 || sac < 0)
 			_exit(3);
-		for (end = time(NULL) + 4; time(NULL) < end;) {
+		for (end = time(NULL) + 120; time(NULL) < end;) {
 			ret = rdmashare_send(c, cac, buf, sizeof(buf));
 			if (!ret)
 				ret = rdmashare_recv(s, sac, buf, sizeof(buf), 10000);
@@ -186,18 +187,32 @@ TEST_F_TIMEOUT(cli, stats, 90)
 				_exit(4);
 			}
 		}
-		_exit(0);
+		_exit(5);
 	}
-	usleep(1500000);
-	ASSERT_EQ(0, run("--json stats -w 1 -c 2", self->out, sizeof(self->out)));
+	/* Its two ends join the fixture's two on the peer. */
+	snprintf(path, sizeof(path), RS_SYSFS "/peers/%s/acs", ip());
+	for (i = 0; i < 300; i++) {
+		if (!rs_read_file(path, acs, sizeof(acs)) && atoi(acs) == 4)
+			break;
+		usleep(100000);
+	}
+	EXPECT_EQ(4, atoi(acs));
+	usleep(500000);
+	EXPECT_EQ(0, run("--json stats -w 1 -c 2", self->out, sizeof(self->out)));
+	kill(pid, SIGTERM);
 	waitpid(pid, &i, 0);
-	EXPECT_TRUE(WIFEXITED(i) && !WEXITSTATUS(i));
-	/* Two reports, one per line; the second's peer rate is positive. */
+	/* Still sending when it was stopped. */
+	EXPECT_TRUE(WIFSIGNALED(i) && WTERMSIG(i) == SIGTERM) TH_LOG("child %#x", i);
+	/* Two reports, one per line; the peer's rate is positive in both. */
 	snprintf(expr, sizeof(expr),
 		 "[o['tx_msgs']>0 for o in d['objects'] "
 		 "if o['kind']=='peer' and o['name']=='%s']==[True] and d['interval']>0.5",
 		 ip());
-	EXPECT_EQ(0, json_check(strchr(self->out, '\n') + 1, expr)) TH_LOG("%s", self->out);
+	second = strchr(self->out, '\n');
+	ASSERT_NE(NULL, second);
+	*second++ = 0;
+	EXPECT_EQ(0, json_check(self->out, expr)) TH_LOG("%s", self->out);
+	EXPECT_EQ(0, json_check(second, expr)) TH_LOG("%s", second);
 	EXPECT_EQ(2, run("stats -w 0", self->out, sizeof(self->out)));
 }
 
