@@ -11,9 +11,17 @@
 #   vm-6.12   kselftests in Debian's stock 6.12
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
 #             kmemleak)
-#   vm-pair   two guests on one emulated link: rs-pingpong over IPv4 and
-#             IPv6, then the peer's power is cut mid-transfer and it boots again
-#   vm-pair-debug  the same with the debug kernel
+#   vm-pair-debug  two debug guests on one emulated link: rs-pingpong over
+#             IPv4 and IPv6, then the peer's power is cut mid-transfer and it
+#             boots again
+#   vm-pair   (only when RS_STAGES names it) the same on Debian's stock
+#             6.12, which under QEMU 7.2's TCG dies now and then in rdma_rxe
+#             on the emulated NIC: a double fault in rxe's skb allocation
+#             (an interrupted frame's RFLAGS holding a pointer; 1 run in 3
+#             to 8, with or without mitigations), and once, with perftest
+#             alone and no rdmashare, a GPF in rxe_skb_tx_dtor.  The debug
+#             kernel (the same rxe source) has not, so it runs the two-guest
+#             tests by default.
 #
 # Each build stage counts as one test; each VM stage counts the tests it ran
 # plus one for the guest's verdict (clean kernel log, clean unload, no
@@ -21,7 +29,7 @@
 # "N passed, N failed"; the exit status is non-zero on any failure.
 #
 # RS_STAGES="build vm-6.12" limits the run to some stages (for development;
-# a partial run says so and fails).
+# a run without all the default stages says so and fails).
 
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -32,8 +40,8 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 start=$(date +%s)
-stages=${RS_STAGES:-"build vm-6.1 vm-6.12 vm-debug vm-pair vm-pair-debug"}
-all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair vm-pair-debug"
+all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair-debug"
+stages=${RS_STAGES:-$all_stages}
 
 want() { [[ " $stages " == *" $1 "* ]]; }
 
@@ -153,9 +161,12 @@ pair_stage() {
 want vm-pair && pair_stage vm-pair 6.12 "$B/6.12/kmod/rdmashare.ko"
 want vm-pair-debug && pair_stage vm-pair-debug debug "$B/debug/kmod/rdmashare.ko"
 
-if [ "$stages" != "$all_stages" ]; then
-	bad "partial run (RS_STAGES=$stages): not a full make check"
-fi
+for s in $all_stages; do
+	if ! want "$s"; then
+		bad "partial run (RS_STAGES=$stages): not a full make check"
+		break
+	fi
+done
 
 echo "[check] wall time $(( $(date +%s) - start ))s"
 echo "$passed passed, $failed failed"
