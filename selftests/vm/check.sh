@@ -150,7 +150,7 @@ pair_stage() {
 		--peer-reboot "$st/pair_peerloss.sh peer-again" \
 		-- "$st/pair_smoke.sh client && $st/pair_peerloss.sh client" \
 		>"$LOGS/$name.log" 2>&1; then
-		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, peer power-off and reconnect ($(( $(date +%s) - t0 ))s)"
+		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, peer power cut and reconnect ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "$name: two $kernel guests, log: $LOGS/$name.log"
 		# The first kernel problem (run-vm.sh quotes it), then the outputs.
