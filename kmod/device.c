@@ -138,7 +138,7 @@ static int rs_srq_create(struct rs_device *rdev)
 		pr_info("%s: no SRQ support, not used\n", dev_name(&ibdev->dev));
 		return -EOPNOTSUPP;
 	}
-	rdev->srq_size = min_t(u32, rs_srq_size, ibdev->attrs.max_srq_wr);
+	rdev->srq_size = min_t(u32, READ_ONCE(rs_srq_size), ibdev->attrs.max_srq_wr);
 	rdev->rx_buf_size = RS_HDR_LEN + rs_chunk_size;
 
 	attr.attr.max_wr = rdev->srq_size;

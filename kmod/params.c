@@ -29,10 +29,6 @@ unsigned long rs_data_size_default = SZ_4M;
 module_param_named(data_size, rs_data_size_default, ulong, 0444);
 MODULE_PARM_DESC(data_size, "Data area of a file that asks for the default, bytes (4 MiB)");
 
-unsigned int rs_srq_size = 512;
-module_param_named(srq_size, rs_srq_size, uint, 0444);
-MODULE_PARM_DESC(srq_size, "Receive buffers per RDMA device (512)");
-
 unsigned int rs_chunk_size = SZ_16K;
 module_param_named(max_chunk_size, rs_chunk_size, uint, 0444);
 MODULE_PARM_DESC(max_chunk_size, "Largest chunk of a message on the wire, and a receive slot, bytes (16 KiB)");
@@ -79,8 +75,7 @@ int rs_params_check(void)
 		pr_err("max_chunk_size=%u: not in [64, %lu]\n", rs_chunk_size, RS_PROTO_MAX_CHUNK);
 		return -EINVAL;
 	}
-	if (!rs_srq_size || rs_srq_size > 65536 ||
-	    !rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
+	if (!rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
 	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max ||
 	    !rs_backlog_max || !rs_connect_timeout_ms) {
 		pr_err("a queue size, credit, slot, backlog or timeout parameter is out of range\n");

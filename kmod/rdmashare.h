@@ -166,7 +166,6 @@ struct rs_rx_slot {
 extern unsigned int rs_sq_entries_default;
 extern unsigned int rs_sq_entries_max;
 extern unsigned long rs_data_size_default;
-extern unsigned int rs_srq_size;
 extern unsigned int rs_chunk_size;
 extern unsigned int rs_rx_slots_default;
 extern unsigned int rs_rx_slots_max;
@@ -187,6 +186,7 @@ extern unsigned int rs_tx_chunk;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;
+extern unsigned int rs_srq_size;
 void rs_tunables_init(void);
 extern unsigned int rs_sched_latency_quantum;
 extern bool rs_sched_flat;

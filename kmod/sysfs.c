@@ -4,7 +4,7 @@
  *
  *   /sys/class/misc/rdmashare/abi_version
  *   /sys/class/misc/rdmashare/<tunable> (tunables.c)
- *   /sys/class/misc/rdmashare/devices/<ibdev>/{name,num_ports,qps,acs}
+ *   /sys/class/misc/rdmashare/devices/<ibdev>/{name,num_ports,srq_size,qps,acs}
  *   /sys/class/misc/rdmashare/devices/<ibdev>/stats/<counter>
  *   /sys/class/misc/rdmashare/peers/<addr>/{address,qps,acs}
  *   /sys/class/misc/rdmashare/peers/<addr>/stats/<counter>
@@ -134,6 +134,11 @@ static ssize_t rs_dev_num_ports_show(struct kobject *kobj, char *buf)
 	return sysfs_emit(buf, "%u\n", to_rs_device(kobj)->ibdev->phys_port_cnt);
 }
 
+static ssize_t rs_dev_srq_size_show(struct kobject *kobj, char *buf)
+{
+	return sysfs_emit(buf, "%u\n", to_rs_device(kobj)->srq_size);
+}
+
 static ssize_t rs_dev_qps_show(struct kobject *kobj, char *buf)
 {
 	return sysfs_emit(buf, "%d\n", atomic_read(&to_rs_device(kobj)->nr_qps));
@@ -146,12 +151,14 @@ static ssize_t rs_dev_acs_show(struct kobject *kobj, char *buf)
 
 RS_OBJ_ATTR(dev_name, name, rs_dev_name_show);
 RS_OBJ_ATTR(dev_num_ports, num_ports, rs_dev_num_ports_show);
+RS_OBJ_ATTR(dev_srq_size, srq_size, rs_dev_srq_size_show);
 RS_OBJ_ATTR(dev_qps, qps, rs_dev_qps_show);
 RS_OBJ_ATTR(dev_acs, acs, rs_dev_acs_show);
 
 static struct attribute *rs_dev_attrs[] = {
 	&rs_attr_dev_name.attr,
 	&rs_attr_dev_num_ports.attr,
+	&rs_attr_dev_srq_size.attr,
 	&rs_attr_dev_qps.attr,
 	&rs_attr_dev_acs.attr,
 	NULL,

@@ -38,6 +38,8 @@ unsigned int rs_credits_per_ac = 4;
 unsigned int rs_send_depth = 64;
 /* Largest data area a file may ask for in SETUP, bytes. */
 unsigned int rs_data_size_max = RS_DATA_SIZE_LIMIT;
+/* Receive buffers posted to each RDMA device's SRQ. */
+unsigned int rs_srq_size = 512;
 
 /* Defaults that depend on load-time parameters (rs_params_check()). */
 void rs_tunables_init(void)
@@ -135,6 +137,8 @@ RS_TUNABLE(send_depth, rs_send_depth, 1, 4096, NULL);
 /* Applies to SETUPs after the write; set-up files keep their areas. */
 RS_TUNABLE_CHECKED(max_data_size, rs_data_size_max, PAGE_SIZE, RS_DATA_SIZE_LIMIT,
 		   rs_data_size_max_ok, NULL);
+/* Applies to RDMA devices added after the write (devices/<ibdev>/srq_size). */
+RS_TUNABLE(srq_size, rs_srq_size, 16, 65536, NULL);
 
 /* sched_mode: "app" (per application, then per AC) or "flat" (per AC). */
 static ssize_t sched_mode_show(struct device *dev, struct device_attribute *attr,
@@ -168,6 +172,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_credits_per_ac.attr.attr,
 	&rs_tunable_send_depth.attr.attr,
 	&rs_tunable_max_data_size.attr.attr,
+	&rs_tunable_srq_size.attr.attr,
 	NULL,
 };
 

@@ -4,6 +4,7 @@
  * seen by it (sysfs and QUERY), follows a rename, and its removal is
  * handled cleanly, also while ACs use it: they fail, ACs on other devices
  * keep working, and a new connect over the device once it is back works.
+ * The srq_size tunable applies to devices added after the write.
  * Uses the guest's spare veth end (RS_TEST_NETDEV, default veth1) for the
  * extra rxe device, with its own address (HP_ADDR) for the ACs.
  */
@@ -213,6 +214,40 @@ TEST_F_TIMEOUT(hotplug, remove_with_acs_open, 300)
 	ASSERT_EQ(0, rs_sh("rdma link delete %s", HP_NAME));
 	ASSERT_EQ(0, exchange(rs, c2, s2));
 	rdmashare_close(rs);
+}
+
+/* srq_size: refused values keep it; a device added later gets the new one. */
+TEST_F_TIMEOUT(hotplug, srq_size, 180)
+{
+	static const char *const bad[] = { "0", "15", "65537", "x", "\n", "-1" };
+	char before[32], v[32], first[512];
+	struct dirent *de;
+	unsigned int i;
+	DIR *d;
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/srq_size", before, sizeof(before)));
+	EXPECT_STREQ("512", before);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/srq_size", bad[i])) TH_LOG("%s", bad[i]);
+		ASSERT_EQ(0, rs_read_file(RS_SYSFS "/srq_size", v, sizeof(v)));
+		EXPECT_STREQ(before, v);
+	}
+	/* A device there before: its SRQ as it was. */
+	d = opendir(RS_SYSFS "/devices");
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d)) && de->d_name[0] == '.')
+		;
+	ASSERT_NE(NULL, de);
+	snprintf(first, sizeof(first), RS_SYSFS "/devices/%s/srq_size", de->d_name);
+	closedir(d);
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/srq_size", "64"));
+	ASSERT_EQ(0, rs_sh("rdma link add %s type rxe netdev %s", HP_NAME, self->netdev));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/devices/" HP_NAME "/srq_size", v, sizeof(v)));
+	EXPECT_STREQ("64", v);
+	ASSERT_EQ(0, rs_read_file(first, v, sizeof(v)));
+	EXPECT_STREQ("512", v);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/srq_size", before));
 }
 
 TEST_HARNESS_MAIN
