@@ -126,6 +126,26 @@ static inline int rs_wait_qps(int n, double secs)
 	}
 }
 
+/*
+ * The sysfs directory of the first RDMA device rdmashare lists (in
+ * readdir order), in @buf; 0, or -ENOENT when there is none.
+ */
+static inline int rs_first_device(char *buf, size_t len)
+{
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(RS_SYSFS "/devices");
+	if (!d)
+		return -ENOENT;
+	while ((de = readdir(d)) && de->d_name[0] == '.')
+		;
+	if (de)
+		snprintf(buf, len, RS_SYSFS "/devices/%.255s", de->d_name);
+	closedir(d);
+	return de ? 0 : -ENOENT;
+}
+
 /* Write a string to a sysfs file in one write(); 0 or -errno. */
 static inline int rs_write_file(const char *path, const char *s)
 {

@@ -221,9 +221,7 @@ TEST_F_TIMEOUT(hotplug, srq_size, 180)
 {
 	static const char *const bad[] = { "0", "15", "65537", "x", "\n", "-1" };
 	char before[32], v[32], first[512];
-	struct dirent *de;
 	unsigned int i;
-	DIR *d;
 
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/srq_size", before, sizeof(before)));
 	EXPECT_STREQ("512", before);
@@ -233,13 +231,8 @@ TEST_F_TIMEOUT(hotplug, srq_size, 180)
 		EXPECT_STREQ(before, v);
 	}
 	/* A device there before: its SRQ as it was. */
-	d = opendir(RS_SYSFS "/devices");
-	ASSERT_NE(NULL, d);
-	while ((de = readdir(d)) && de->d_name[0] == '.')
-		;
-	ASSERT_NE(NULL, de);
-	snprintf(first, sizeof(first), RS_SYSFS "/devices/%s/srq_size", de->d_name);
-	closedir(d);
+	ASSERT_EQ(0, rs_first_device(first, sizeof(first) - 16));
+	strcat(first, "/srq_size");
 
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/srq_size", "64"));
 	ASSERT_EQ(0, rs_sh("rdma link add %s type rxe netdev %s", HP_NAME, self->netdev));

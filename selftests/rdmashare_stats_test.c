@@ -307,18 +307,10 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 	long chunks = 5 * ((big + chunk - 1) / chunk) + 3;
 	long bytes = 5 * big + 3 * small;
 	char *buf = calloc(1, big);
-	struct dirent *de;
 	int cac, sac, i;
-	DIR *d;
 
 	ASSERT_NE(NULL, buf);
-	d = opendir(RS_SYSFS "/devices");
-	ASSERT_NE(NULL, d);
-	while ((de = readdir(d)) && de->d_name[0] == '.')
-		;
-	ASSERT_NE(NULL, de);
-	snprintf(dev, sizeof(dev), RS_SYSFS "/devices/%s", de->d_name);
-	closedir(d);
+	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev)));
 	snprintf(peer, sizeof(peer), RS_SYSFS "/peers/%s", getenv("RS_IP") ?: "127.0.0.1");
 
 	/* Start from no QP: the peer's directory must come with its first. */
