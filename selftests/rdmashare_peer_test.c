@@ -138,8 +138,8 @@ TEST_F_TIMEOUT(tun, send_depth, 180)
 {
 	static const char *const bad[] = { "0", "4097", "-1", "x", "\n", "8 8" };
 	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
-	char path[256], *buf = calloc(1, 65536), *p;
-	int l, c, s, fd, n, qps = 0;
+	char path[256], *buf = calloc(1, 65536), *p, *eol;
+	int l, c, s, fd, n, qps = 0, free8 = 0, tries;
 
 	ASSERT_NE(NULL, rs);
 	ASSERT_NE(NULL, buf);
@@ -158,18 +158,30 @@ TEST_F_TIMEOUT(tun, send_depth, 180)
 
 	snprintf(path, sizeof(path), "/sys/kernel/debug/rdmashare/peers/%s",
 		 getenv("RS_IP") ?: "127.0.0.1");
-	fd = open(path, O_RDONLY);
-	ASSERT_LE(0, fd);
-	n = read(fd, buf, 65535);
-	close(fd);
-	ASSERT_LT(0, n);
-	buf[n] = 0;
-	/* Both QPs, idle now: every one of their 8 TX buffers free. */
-	for (p = buf; (p = strstr(p, "\nqp ")); p++) {
-		qps++;
-		EXPECT_NE(NULL, strstr(p, " tx_free 8\n")) TH_LOG("%s", buf);
+	/*
+	 * Both QPs, once their last sends (credits) completed: all of their
+	 * 8 TX buffers free, never more.
+	 */
+	for (tries = 0; tries < 100; tries++) {
+		fd = open(path, O_RDONLY);
+		ASSERT_LE(0, fd);
+		n = read(fd, buf, 65535);
+		close(fd);
+		ASSERT_LT(0, n);
+		buf[n] = 0;
+		qps = free8 = 0;
+		for (p = buf; (p = strstr(p, "\nqp ")); p++) {
+			qps++;
+			eol = strchr(p + 1, '\n');
+			if (eol && !strncmp(eol - 10, " tx_free 8", 10))
+				free8++;
+		}
+		if (free8 == 2)
+			break;
+		usleep(100000);
 	}
 	EXPECT_EQ(2, qps) TH_LOG("%s", buf);
+	EXPECT_EQ(2, free8) TH_LOG("%s", buf);
 	EXPECT_EQ(0, unpair(rs, c, s));
 	rdmashare_close(rs);
 	free(buf);
