@@ -1229,7 +1229,6 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 /* RDMASHARE_IOC_AC_STATS: a snapshot, each side under its own lock. */
 int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
 {
-	struct rs_send *op;
 	struct rs_qp *qp;
 	struct rs_ac *ac;
 	u32 size = st->size, id = st->ac;
@@ -1265,11 +1264,7 @@ int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
 			     (READ_ONCE(ac->peer_closed) ? RDMASHARE_AC_PEER_CLOSED : 0);
 		st->send_credits = ac->send_credits;
 		st->deficit = ac->se.dn.deficit;
-		list_for_each_entry(op, &ac->sendq, node) {
-			st->queued_ops++;
-			if (op->opcode == RDMASHARE_OP_SEND)
-				st->queued_bytes += op->len - op->sent;
-		}
+		st->queued_ops = rs_ac_queued(ac, &st->queued_bytes);
 		st->tx_msgs = ac->tx_msgs;
 		st->tx_bytes = ac->tx_bytes;
 		st->tx_chunks = ac->tx_chunks;

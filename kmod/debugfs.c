@@ -46,15 +46,9 @@ static const char *rs_qp_state_name(enum rs_qp_state state)
 /* Called with @qp's lock held. */
 static void rs_debugfs_show_ac(struct seq_file *m, struct rs_ac *ac)
 {
-	struct rs_send *op;
-	u64 queued = 0;
-	u32 ops = 0;
+	u64 queued;
+	u32 ops = rs_ac_queued(ac, &queued);
 
-	list_for_each_entry(op, &ac->sendq, node) {
-		ops++;
-		if (op->opcode == RDMASHARE_OP_SEND)
-			queued += op->len - op->sent;
-	}
 	seq_printf(m, "  conn %u remote %u pid %d comm %s ac %u port %u state %s%s%s%s\n",
 		   ac->id, ac->remote_id, ac->rf->tgid, ac->rf->comm, ac->fid, ac->port,
 		   rs_ac_state_name(READ_ONCE(ac->state)),

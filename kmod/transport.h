@@ -316,6 +316,24 @@ static inline bool rs_ac_can_send(struct rs_ac *ac)
 	return op && (ac->send_credits || op->opcode != RDMASHARE_OP_SEND);
 }
 
+/*
+ * Called with the QP's lock held: what waits for the sender on @ac, in
+ * operations and in bytes of SENDs not posted yet (for the statistics).
+ */
+static inline u32 rs_ac_queued(struct rs_ac *ac, u64 *bytes)
+{
+	struct rs_send *op;
+	u32 ops = 0;
+
+	*bytes = 0;
+	list_for_each_entry(op, &ac->sendq, node) {
+		ops++;
+		if (op->opcode == RDMASHARE_OP_SEND)
+			*bytes += op->len - op->sent;
+	}
+	return ops;
+}
+
 /* Called with the QP's lock held: @ac's state for the scheduler. */
 static inline enum rs_sched_after rs_ac_sched_after(struct rs_ac *ac)
 {
