@@ -1233,7 +1233,8 @@ int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
 	struct rs_ac *ac;
 	u32 size = st->size, id = st->ac;
 
-	if (st->flags)
+	/* Reserved fields may carry input one day: zero now. */
+	if (st->flags || st->resv0 || st->resv1 || memchr_inv(st->resv, 0, sizeof(st->resv)))
 		return -EINVAL;
 	ac = rs_ac_lookup_user(rf, id);
 	if (!ac)

@@ -206,6 +206,14 @@ TEST_F(st, errors)
 	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
 	EXPECT_EQ(EINVAL, errno);
 	st.flags = 0;
+	st.resv1 = 1;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(EINVAL, errno);
+	st.resv1 = 0;
+	st.resv[3] = 1;
+	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(EINVAL, errno);
+	st.resv[3] = 0;
 	st.size = 8;
 	EXPECT_EQ(-1, ioctl(fd, RDMASHARE_IOC_AC_STATS, &st));
 	EXPECT_EQ(EINVAL, errno);

@@ -396,8 +396,8 @@ struct rdmashare_ac_set {
  * @send_credits: out: chunks it may send before the peer grants more
  * @rx_slots: out: receive slots set aside for it and not in use
  * @queued_ops: out: SEND, SHUTDOWN and CLOSE operations not sent yet
- * @resv0: reserved
- * @resv1: reserved
+ * @resv0: reserved, must be 0
+ * @resv1: reserved, must be 0
  * @queued_bytes: out: bytes of those SENDs not posted yet
  * @deficit: out: the scheduler's deficit: bytes it may send this turn
  * @tx_msgs: out: messages whose last chunk was posted
@@ -407,11 +407,12 @@ struct rdmashare_ac_set {
  * @rx_bytes: out: payload bytes received
  * @rx_chunks: out: chunks received
  * @credit_stalls: out: times it came to have data to send and no credit
- * @resv: reserved
+ * @resv: reserved, must be 0
  *
  * A snapshot of one AC of the calling file; other files' ACs cannot be
  * named.  Counters start at 0 when the AC opens and stay after it closed,
- * until the application CLOSEs it.  Errors: EINVAL (flags), ENOENT.
+ * until the application CLOSEs it.  Errors: EINVAL (flags, reserved),
+ * ENOENT.
  */
 struct rdmashare_ac_stats {
 	__u32 size;
