@@ -7,16 +7,21 @@
  * (resolve address, resolve route, connect); later ACs reuse the peer's QPs,
  * up to rs_qps_per_peer of them, each AC on the least loaded one.  A
  * CONNECT_REQUEST from a peer creates a passive QP, which this host's ACs
- * use as well.  All QPs of a device share its SRQ; each has its own CQ from
- * the CQ pool.  A QP that has had no AC for rs_idle_timeout_ms is
- * disconnected.
+ * use as well.  All QPs of a device share its SRQ; each has its own CQ.  A
+ * QP that has had no AC for rs_idle_timeout_ms is disconnected.
+ *
+ * rdmashare creates its QPs and CQs and moves the QPs through INIT, RTR and
+ * RTS itself, with the attributes rdma_cm derives from the connection, so
+ * that ib_core's resource tracking ("rdma resource show") names this module
+ * as their owner, not rdma_cm or ib_core.  The active side therefore gets
+ * CONNECT_RESPONSE, not ESTABLISHED, and answers it with rdma_accept().
  *
  * Teardown order (rs_qp_down_work): mark the QP down, disconnect, fail
  * every pinned AC, unlist it from the peer and the device, drain the send
  * queue (every posted TX completes and drops its references), stop the
- * sender, destroy the QP and the cm_id, return the send CQ and free the TX
- * buffers.  What is left is memory that ACs may still point to, freed with
- * the last reference.  rdma_cm handlers never destroy their own cm_id once
+ * sender, destroy the QP and the cm_id, free the CQ and the TX buffers.
+ * What is left is memory that ACs may still point to, freed with the last
+ * reference.  rdma_cm handlers never destroy their own cm_id once
  * a QP owns it: the down work does, in process context.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -61,7 +66,7 @@ static void rs_qp_release(struct kref *ref)
 	struct rs_qp *qp = container_of(ref, struct rs_qp, ref);
 	struct rs_peer *peer = qp->peer;
 
-	WARN_ON(qp->qp || qp->send_cq);
+	WARN_ON(qp->qp || qp->cq);
 	kfree(qp);
 	rs_peer_put(peer);
 }
@@ -252,15 +257,54 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 {
 	struct rs_qp *qp = ctx;
 
-	if (ev->event == IB_EVENT_QP_FATAL || ev->event == IB_EVENT_QP_ACCESS_ERR ||
-	    ev->event == IB_EVENT_QP_REQ_ERR) {
-		pr_warn_ratelimited("QP %u: %s\n", qp->qp ? qp->qp->qp_num : 0,
-				    ib_event_msg(ev->event));
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+		/* A receive before the RTU: the connection is up. */
+		rdma_notify(qp->cm_id, ev->event);
+		break;
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_ACCESS_ERR:
+	case IB_EVENT_QP_REQ_ERR:
+		pr_warn_ratelimited("QP %u: %s\n", qp->qp_num, ib_event_msg(ev->event));
 		rs_qp_down(qp, -EIO);
+		break;
+	default:
+		break;
 	}
 }
 
-/* Verbs resources of a QP whose cm_id knows its device. */
+/* Move the QP to @state with the attributes rdma_cm has for the connection. */
+static int rs_qp_modify(struct rs_qp *qp, enum ib_qp_state state)
+{
+	struct ib_qp_attr attr = { .qp_state = state };
+	int mask, ret;
+
+	ret = rdma_init_qp_attr(qp->cm_id, &attr, &mask);
+	if (ret)
+		return ret;
+	return ib_modify_qp(qp->qp, &attr, mask);
+}
+
+/*
+ * RTR and RTS, once the peer's REQ or REP is in.  With an iWARP device the
+ * iw_cm moves the QP itself.
+ */
+static int rs_qp_ready(struct rs_qp *qp)
+{
+	int ret;
+
+	if (!rdma_cap_ib_cm(qp->cm_id->device, qp->cm_id->port_num))
+		return 0;
+	ret = rs_qp_modify(qp, IB_QPS_RTR);
+	if (ret)
+		return ret;
+	return rs_qp_modify(qp, IB_QPS_RTS);
+}
+
+/*
+ * Verbs resources of a QP whose cm_id knows its device: its CQ, its TX
+ * buffers and the QP, in INIT.
+ */
 static int rs_qp_create_ib(struct rs_qp *qp)
 {
 	struct ib_device *ibdev = qp->cm_id->device;
@@ -275,42 +319,53 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	/*
 	 * One CQ for sends and receives: draining the SQ then also flushes
 	 * every receive completion that points at the QP.  Room for every
-	 * send (+1 for the drain WR) and every SRQ buffer.
+	 * send (+1 for the drain WR) and every SRQ buffer, or cq_depth if
+	 * that is more (and the device allows it).
 	 */
 	qp->cq_size = qp->send_depth + 1 + qp->rdev->srq_size;
-	qp->send_cq = ib_cq_pool_get(ibdev, qp->cq_size, -1, IB_POLL_WORKQUEUE);
-	if (IS_ERR(qp->send_cq)) {
-		ret = PTR_ERR(qp->send_cq);
-		qp->send_cq = NULL;
+	qp->cq_size = max_t(u32, qp->cq_size,
+			    min_t(u32, READ_ONCE(rs_cq_depth), ibdev->attrs.max_cqe));
+	qp->cq = ib_alloc_cq_any(ibdev, qp, qp->cq_size, IB_POLL_WORKQUEUE);
+	if (IS_ERR(qp->cq)) {
+		ret = PTR_ERR(qp->cq);
+		qp->cq = NULL;
 		return ret;
 	}
 
 	ret = rs_qp_tx_init(qp);
 	if (ret)
-		goto out_put_cq;
+		goto out_free_cq;
 
 	attr.event_handler = rs_qp_event;
 	attr.qp_context = qp;
-	attr.send_cq = qp->send_cq;
-	attr.recv_cq = qp->send_cq;
+	attr.send_cq = qp->cq;
+	attr.recv_cq = qp->cq;
 	attr.srq = qp->rdev->srq;
 	attr.cap.max_send_wr = qp->send_depth + 1;
 	attr.cap.max_send_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
 	attr.qp_type = IB_QPT_RC;
-	ret = rdma_create_qp(qp->cm_id, qp->rdev->pd, &attr);
-	if (ret)
+	qp->qp = ib_create_qp(qp->rdev->pd, &attr);
+	if (IS_ERR(qp->qp)) {
+		ret = PTR_ERR(qp->qp);
+		qp->qp = NULL;
 		goto out_tx_free;
-	qp->qp = qp->cm_id->qp;
+	}
 	qp->qp_num = qp->qp->qp_num;
+	ret = rs_qp_modify(qp, IB_QPS_INIT);
+	if (ret)
+		goto out_destroy_qp;
 	atomic_inc(&qp->rdev->nr_qps);
 	return 0;
 
+out_destroy_qp:
+	ib_destroy_qp(qp->qp);
+	qp->qp = NULL;
 out_tx_free:
 	rs_qp_tx_free(qp);
-out_put_cq:
-	ib_cq_pool_put(qp->send_cq, qp->cq_size);
-	qp->send_cq = NULL;
+out_free_cq:
+	ib_free_cq(qp->cq);
+	qp->cq = NULL;
 	return ret;
 }
 
@@ -341,8 +396,8 @@ void rs_qp_down(struct rs_qp *qp, int error)
 static void rs_qp_down_work(struct work_struct *work)
 {
 	struct rs_qp *qp = container_of(work, struct rs_qp, down_work);
+	bool listed, lost = false;
 	struct rs_ac *ac;
-	bool listed;
 
 	/*
 	 * The state is DOWN: once a handler running now has finished, no
@@ -363,9 +418,14 @@ static void rs_qp_down_work(struct work_struct *work)
 		spin_unlock_irq(&qp->lock);
 		rs_ac_qp_down(ac, qp->error);
 		rs_ac_put(ac);
+		lost = true;
 		spin_lock_irq(&qp->lock);
 	}
 	spin_unlock_irq(&qp->lock);
+	if (lost) {
+		rs_qp_stat(qp, RS_STAT_QPS_LOST, 1);
+		atomic_inc(&qp->peer->nr_lost);
+	}
 
 	mutex_lock(&rs_peers_lock);
 	listed = rs_peer_del_qp(qp->peer, qp);
@@ -382,18 +442,18 @@ static void rs_qp_down_work(struct work_struct *work)
 	cancel_work_sync(&qp->send_work);
 
 	if (qp->qp) {
-		rdma_destroy_qp(qp->cm_id);
+		ib_destroy_qp(qp->qp);
 		atomic_dec(&qp->rdev->nr_qps);
 	}
 	qp->qp = NULL;
 	if (qp->cm_id)
 		rdma_destroy_id(qp->cm_id);
 	qp->cm_id = NULL;
-	if (qp->send_cq) {
+	if (qp->cq) {
 		rs_qp_tx_free(qp);
-		ib_cq_pool_put(qp->send_cq, qp->cq_size);
+		ib_free_cq(qp->cq);
 	}
-	qp->send_cq = NULL;
+	qp->cq = NULL;
 
 	if (listed)
 		rs_qp_put(qp);		/* the peer list's reference */
@@ -438,9 +498,16 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	rs_peer_add_qp(peer, qp);
 	mutex_unlock(&rs_peers_lock);
 
-	param.rnr_retry_count = RS_RNR_RETRY_COUNT;
-	param.retry_count = RS_RETRY_COUNT;
-	ret = rdma_accept(id, &param);
+	ret = rs_qp_ready(qp);
+	if (ret) {
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+	} else {
+		param.qp_num = qp->qp_num;
+		param.srq = 1;
+		param.rnr_retry_count = RS_RNR_RETRY_COUNT;
+		param.retry_count = RS_RETRY_COUNT;
+		ret = rdma_accept(id, &param);	/* rejects if it fails */
+	}
 	if (ret) {
 		rs_qp_down(qp, ret);
 		/* The down work destroys the id. */
@@ -458,12 +525,34 @@ reject:
 	return 1;
 }
 
+/* The connection is up: the QP's ACs may send. */
+static void rs_qp_established(struct rs_qp *qp)
+{
+	bool up;
+
+	spin_lock_irq(&qp->lock);
+	up = qp->state == RS_QP_CONNECTING;
+	if (up)
+		qp->state = RS_QP_UP;
+	rs_qp_arm_idle(qp);
+	spin_unlock_irq(&qp->lock);
+	if (up) {
+		trace_rdmashare_qp_up(qp, 0);
+		rs_qp_stat(qp, RS_STAT_QPS_UP, 1);
+		if (atomic_add_unless(&qp->peer->nr_lost, -1, 0))
+			rs_qp_stat(qp, RS_STAT_RECONNECTS, 1);
+	}
+	wake_up_all(&qp->wait);
+	rs_qp_kick(qp);
+	if (rs_keepalive_ms)
+		queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(rs_keepalive_ms));
+}
+
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rs_qp *qp = id->context;
 	struct rdma_conn_param param = {};
 	struct rs_cm_priv priv = { .version = RS_PROTO_VERSION };
-	bool up;
 	int ret;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -484,6 +573,8 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (!ret) {
 			param.private_data = &priv;
 			param.private_data_len = sizeof(priv);
+			param.qp_num = qp->qp_num;
+			param.srq = 1;
 			param.rnr_retry_count = RS_RNR_RETRY_COUNT;
 			param.retry_count = RS_RETRY_COUNT;
 			ret = rdma_connect_locked(id, &param);
@@ -491,22 +582,20 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (ret)
 			rs_qp_down(qp, ret);
 		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* The peer's REP: ready the QP, then send the RTU. */
+		ret = rs_qp_ready(qp);
+		if (ret)
+			rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		else
+			ret = rdma_accept(id, NULL);	/* rejects if it fails */
+		if (ret)
+			rs_qp_down(qp, ret);
+		else
+			rs_qp_established(qp);
+		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		spin_lock_irq(&qp->lock);
-		up = qp->state == RS_QP_CONNECTING;
-		if (up)
-			qp->state = RS_QP_UP;
-		rs_qp_arm_idle(qp);
-		spin_unlock_irq(&qp->lock);
-		if (up) {
-			trace_rdmashare_qp_up(qp, 0);
-			rs_qp_stat(qp, RS_STAT_QPS_UP, 1);
-		}
-		wake_up_all(&qp->wait);
-		rs_qp_kick(qp);
-		if (rs_keepalive_ms)
-			queue_delayed_work(rs_wq, &qp->keepalive,
-					   msecs_to_jiffies(rs_keepalive_ms));
+		rs_qp_established(qp);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:

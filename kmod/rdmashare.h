@@ -177,6 +177,7 @@ int rs_params_check(void);
 /* tunables.c: runtime tunables in sysfs */
 #define RS_QPS_PER_PEER_MAX	16
 #define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
+#define RS_CQ_DEPTH_MAX		BIT(20)
 extern unsigned int rs_max_acs_per_file;
 extern unsigned int rs_qps_per_peer;
 extern unsigned int rs_idle_timeout_ms;
@@ -187,6 +188,7 @@ extern unsigned int rs_split;
 extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;
 extern unsigned int rs_srq_size;
+extern unsigned int rs_cq_depth;
 void rs_tunables_init(void);
 extern unsigned int rs_sched_latency_quantum;
 extern bool rs_sched_flat;

@@ -21,6 +21,8 @@ enum rs_stat {
 	RS_STAT_CREDIT_STALLS,	/* an AC came to have data and no credit */
 	RS_STAT_ERRORS,		/* failed sends and receives, protocol errors */
 	RS_STAT_QPS_UP,		/* QPs set up */
+	RS_STAT_QPS_LOST,	/* QPs that went down with ACs on them */
+	RS_STAT_RECONNECTS,	/* QPs set up to replace a lost one */
 	RS_STAT_SRQ_REFILLS,	/* receive buffers posted again (devices) */
 	RS_STAT_SRQ_LOW,	/* times the posted buffers fell to a quarter */
 	RS_STAT_NR

@@ -78,6 +78,8 @@ RS_STAT_ATTR(ctrl_rx, RS_STAT_CTRL_RX);
 RS_STAT_ATTR(credit_stalls, RS_STAT_CREDIT_STALLS);
 RS_STAT_ATTR(errors, RS_STAT_ERRORS);
 RS_STAT_ATTR(qps_up, RS_STAT_QPS_UP);
+RS_STAT_ATTR(qps_lost, RS_STAT_QPS_LOST);
+RS_STAT_ATTR(reconnects, RS_STAT_RECONNECTS);
 RS_STAT_ATTR(srq_refills, RS_STAT_SRQ_REFILLS);
 RS_STAT_ATTR(srq_low, RS_STAT_SRQ_LOW);
 
@@ -93,6 +95,8 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_credit_stalls.attr,
 	&rs_stat_errors.attr,
 	&rs_stat_qps_up.attr,
+	&rs_stat_qps_lost.attr,
+	&rs_stat_reconnects.attr,
 	&rs_stat_srq_refills.attr,
 	&rs_stat_srq_low.attr,
 	NULL,

@@ -63,8 +63,8 @@ enum rs_qp_state {
  * @cm_id: the rdma_cm id; destroyed by the teardown work
  * @qp: the QP, once created
  * @qp_num: its number, kept after it is destroyed
- * @send_cq: sends and receives, from the device's CQ pool
- * @cq_size: entries taken from the pool
+ * @cq: completions of its sends and of the receives it took from the SRQ
+ * @cq_size: entries of @cq
  * @active: this host initiated the connection
  * @loop: passive end of a connection from this host to itself: it carries
  *	only the accepting ends of ACs, so that a host that talks to itself
@@ -99,7 +99,7 @@ struct rs_qp {
 	struct rdma_cm_id *cm_id;
 	struct ib_qp *qp;
 	u32 qp_num;
-	struct ib_cq *send_cq;
+	struct ib_cq *cq;
 	u32 cq_size;
 	u32 send_depth;
 	bool active;
@@ -155,6 +155,7 @@ struct rs_qp_group {
  * @in_sysfs: @kobj was added
  * @nr_qps: QPs in @qps
  * @nr_acs: ACs pinned to them
+ * @nr_lost: QPs lost (went down with ACs) and not replaced yet
  * @stats: its counters
  */
 struct rs_peer {
@@ -168,6 +169,7 @@ struct rs_peer {
 	bool in_sysfs;
 	atomic_t nr_qps;
 	atomic_t nr_acs;
+	atomic_t nr_lost;
 	struct rs_stats stats;
 };
 

@@ -40,6 +40,8 @@ unsigned int rs_send_depth = 64;
 unsigned int rs_data_size_max = RS_DATA_SIZE_LIMIT;
 /* Receive buffers posted to each RDMA device's SRQ. */
 unsigned int rs_srq_size = 512;
+/* Entries of each QP's CQ; 0: what the QP needs (rs_qp_create_ib()). */
+unsigned int rs_cq_depth;
 
 /* Defaults that depend on load-time parameters (rs_params_check()). */
 void rs_tunables_init(void)
@@ -63,6 +65,15 @@ static bool rs_tx_chunk_ok(unsigned int v)
 static bool rs_data_size_max_ok(unsigned int v)
 {
 	return PAGE_ALIGNED(v) && v >= rs_data_size_default;
+}
+
+/*
+ * Never below what a QP set up now needs: a CQ that overflows takes its QP
+ * down.  A QP still gets what it needs if send_depth or srq_size grow.
+ */
+static bool rs_cq_depth_ok(unsigned int v)
+{
+	return !v || v >= READ_ONCE(rs_send_depth) + 1 + READ_ONCE(rs_srq_size);
 }
 
 static const char * const rs_sched_modes[] = { "app", "flat", NULL };
@@ -139,6 +150,8 @@ RS_TUNABLE_CHECKED(max_data_size, rs_data_size_max, PAGE_SIZE, RS_DATA_SIZE_LIMI
 		   rs_data_size_max_ok, NULL);
 /* Applies to RDMA devices added after the write (devices/<ibdev>/srq_size). */
 RS_TUNABLE(srq_size, rs_srq_size, 16, 65536, NULL);
+/* Applies to QPs set up after the write. */
+RS_TUNABLE_CHECKED(cq_depth, rs_cq_depth, 0, RS_CQ_DEPTH_MAX, rs_cq_depth_ok, NULL);
 
 /* sched_mode: "app" (per application, then per AC) or "flat" (per AC). */
 static ssize_t sched_mode_show(struct device *dev, struct device_attribute *attr,
@@ -173,6 +186,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_send_depth.attr.attr,
 	&rs_tunable_max_data_size.attr.attr,
 	&rs_tunable_srq_size.attr.attr,
+	&rs_tunable_cq_depth.attr.attr,
 	NULL,
 };
 

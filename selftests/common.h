@@ -83,24 +83,29 @@ static inline int rs_sh(const char *fmt, ...)
 }
 
 /*
- * rdmashare's QPs on this host, from the rdma tool: its connected cm_ids
- * (rdma_create_qp() tags the QPs themselves as rdma_cm's).
+ * Lines of "rdma resource show @what" (qp, cq, pd, srq, cm_id) that contain
+ * @a and, unless NULL, @b; -1 if the tool cannot run.
  */
-static inline int count_rdmashare_qps(void)
+static inline int rs_count_res(const char *what, const char *a, const char *b)
 {
-	char line[512];
+	char line[1024], cmd[128];
 	FILE *f;
 	int n = 0;
 
-	f = popen("rdma resource show cm_id 2>/dev/null", "r");
+	snprintf(cmd, sizeof(cmd), "rdma resource show %s 2>/dev/null", what);
+	f = popen(cmd, "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "[rdmashare]") && strstr(line, " lqpn ") &&
-		    strstr(line, "qp-type RC"))
+		if (strstr(line, a) && (!b || strstr(line, b)))
 			n++;
-	pclose(f);
-	return n;
+	return pclose(f) ? -1 : n;
+}
+
+/* rdmashare's QPs on this host, from the rdma tool. */
+static inline int count_rdmashare_qps(void)
+{
+	return rs_count_res("qp", "[rdmashare]", " type RC ");
 }
 
 /* CLOCK_MONOTONIC, seconds. */

@@ -18,7 +18,10 @@
  *  - send_depth: bad writes refused; QPs set up after a write have that
  *    many TX buffers (debugfs), and carry data;
  *  - max_data_size: bad writes (unaligned, under the default data area)
- *    refused; SETUP above a lowered limit fails with EINVAL, at it works.
+ *    refused; SETUP above a lowered limit fails with EINVAL, at it works;
+ *  - cq_depth: bad writes (under what a QP needs) refused; QPs set up
+ *    after a write have CQs of that many entries ("rdma resource show
+ *    cq"), and of what they need with 0.
  */
 #include <arpa/inet.h>
 #include <time.h>
@@ -34,6 +37,7 @@
 #define MAXACS_PATH	RS_SYSFS "/max_acs_per_file"
 #define DEPTH_PATH	RS_SYSFS "/send_depth"
 #define DATAMAX_PATH	RS_SYSFS "/max_data_size"
+#define CQ_PATH		RS_SYSFS "/cq_depth"
 
 static struct sockaddr_in addr_of(unsigned int port)
 {
@@ -97,6 +101,7 @@ FIXTURE(tun) {
 	char maxacs[32];
 	char depth[32];
 	char datamax[32];
+	char cq[32];
 };
 
 FIXTURE_SETUP(tun)
@@ -106,6 +111,7 @@ FIXTURE_SETUP(tun)
 	ASSERT_EQ(0, rs_read_file(MAXACS_PATH, self->maxacs, sizeof(self->maxacs)));
 	ASSERT_EQ(0, rs_read_file(DEPTH_PATH, self->depth, sizeof(self->depth)));
 	ASSERT_EQ(0, rs_read_file(DATAMAX_PATH, self->datamax, sizeof(self->datamax)));
+	ASSERT_EQ(0, rs_read_file(CQ_PATH, self->cq, sizeof(self->cq)));
 }
 
 FIXTURE_TEARDOWN(tun)
@@ -115,6 +121,7 @@ FIXTURE_TEARDOWN(tun)
 	rs_write_file(MAXACS_PATH, self->maxacs);
 	rs_write_file(DEPTH_PATH, self->depth);
 	rs_write_file(DATAMAX_PATH, self->datamax);
+	rs_write_file(CQ_PATH, self->cq);
 }
 
 /* Each of @bad is refused with EINVAL and leaves @path's value. */
@@ -205,6 +212,77 @@ TEST_F(tun, max_data_size)
 	EXPECT_EQ(-EINVAL, rdmashare_setup(rs, &p));
 	p.data_size = 8 << 20;
 	EXPECT_EQ(0, rdmashare_setup(rs, &p));
+	rdmashare_close(rs);
+}
+
+/*
+ * Set up both QPs of a loopback AC afresh; the number of rdmashare's CQs,
+ * their smallest and largest entries in *@min and *@max (a device may
+ * round a CQ up).
+ */
+static int new_qps_cqs(struct rdmashare *rs, int l, unsigned int *min, unsigned int *max)
+{
+	char line[1024], *p;
+	unsigned int cqe;
+	int c, s, n = 0;
+	FILE *f;
+
+	*min = ~0u;
+	*max = 0;
+	if (rs_write_file(IDLE_PATH, "100") || rs_wait_qps(0, 30))
+		return -1;
+	if (pair(rs, l, &c, &s) || one_message(rs, c, s, 0))
+		return -2;
+	f = popen("rdma resource show cq", "r");
+	if (!f)
+		return -3;
+	while (fgets(line, sizeof(line), f)) {
+		p = strstr(line, " cqe ");
+		if (!strstr(line, "[rdmashare]") || !p || sscanf(p, " cqe %u", &cqe) != 1)
+			continue;
+		n++;
+		*min = cqe < *min ? cqe : *min;
+		*max = cqe > *max ? cqe : *max;
+	}
+	if (pclose(f) || unpair(rs, c, s))
+		return -4;
+	return n;
+}
+
+TEST_F_TIMEOUT(tun, cq_depth, 180)
+{
+	char bad_small[32], least[32], dev[512], srq[32];
+	const char *bad[] = {
+		"-1", "x", "\n", "1048577", "4294967296", "1", bad_small, "2000 ",
+	};
+	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
+	unsigned int need, min, max;
+	int l;
+
+	ASSERT_NE(NULL, rs);
+	EXPECT_STREQ("0", self->cq);
+	/* What a QP on the first device needs: send_depth + 1 + its SRQ. */
+	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev) - 16));
+	strcat(dev, "/srq_size");
+	ASSERT_EQ(0, rs_read_file(dev, srq, sizeof(srq)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/srq_size", bad_small, sizeof(bad_small)));
+	ASSERT_STREQ(srq, bad_small);
+	need = atoi(self->depth) + 1 + atoi(srq);
+	snprintf(bad_small, sizeof(bad_small), "%u", need - 1);
+	snprintf(least, sizeof(least), "%u", need);
+	EXPECT_EQ(0, refuses(CQ_PATH, bad, sizeof(bad) / sizeof(bad[0])));
+	EXPECT_EQ(0, rs_write_file(CQ_PATH, least));
+
+	l = rdmashare_listen(rs, PORT, 4);
+	ASSERT_LE(0, l);
+	/* Each QP has a CQ of its own, as deep as asked. */
+	ASSERT_EQ(0, rs_write_file(CQ_PATH, "5000"));
+	EXPECT_EQ(2, new_qps_cqs(rs, l, &min, &max));
+	EXPECT_LE(5000, min);
+	ASSERT_EQ(0, rs_write_file(CQ_PATH, "0"));
+	EXPECT_EQ(2, new_qps_cqs(rs, l, &min, &max));
+	EXPECT_LE(need, min);
+	EXPECT_GT(5000, max);
 	rdmashare_close(rs);
 }
 
@@ -301,6 +379,8 @@ TEST_F(tun, tunable_unprivileged)
 			_exit(13);
 		if (rs_write_file(MAXACS_PATH, "1") != -EACCES)
 			_exit(14);
+		if (rs_write_file(CQ_PATH, "0") != -EACCES)
+			_exit(15);
 		_exit(0);
 	}
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));

@@ -14,7 +14,9 @@
  *  - sysfs: the device's and the peer's counters move by exactly the
  *    messages, bytes and chunks sent (the host talks to itself, so it sends
  *    and receives each one), their QP and AC gauges follow, and the peer's
- *    directory goes with its last QP.
+ *    directory goes with its last QP;
+ *  - verbs: "rdma resource show" names rdmashare as the owner of its QPs
+ *    (one CQ each), its PD, its SRQ and its cm_ids.
  */
 #include <arpa/inet.h>
 
@@ -270,6 +272,36 @@ TEST_F_TIMEOUT(st, debugfs_listing, 120)
 	waitpid(pid, &st, 0);
 	EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st)) TH_LOG("child %#x", st);
 	free(buf);
+}
+
+TEST_F_TIMEOUT(st, verbs_owner, 120)
+{
+	struct rdmashare_ac_stats cs, ss;
+	char lqpn[64];
+	int cac, sac, qps;
+
+	ASSERT_LE(0, pair(self->c, self->s, PORT + 6, &cac, &sac));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->s, sac, &ss));
+
+	/* Both ends' QPs are rdmashare's, in RTS, not rdma_cm's. */
+	snprintf(lqpn, sizeof(lqpn), " lqpn %u ", cs.qp_num);
+	EXPECT_EQ(1, rs_count_res("qp", lqpn, "[rdmashare]"));
+	snprintf(lqpn, sizeof(lqpn), " lqpn %u ", ss.qp_num);
+	EXPECT_EQ(1, rs_count_res("qp", lqpn, "[rdmashare]"));
+	qps = count_rdmashare_qps();
+	EXPECT_LE(2, qps);
+	EXPECT_EQ(qps, rs_count_res("qp", "[rdmashare]", " state RTS "));
+	EXPECT_EQ(0, rs_count_res("qp", "[rdma_cm]", NULL));
+
+	/* A CQ per QP; the device's PD and SRQ. */
+	EXPECT_EQ(qps, rs_count_res("cq", "[rdmashare]", NULL));
+	EXPECT_LE(1, rs_count_res("pd", "[rdmashare]", NULL));
+	EXPECT_LE(1, rs_count_res("srq", "[rdmashare]", NULL));
+
+	/* The listener and each QP's cm_id. */
+	EXPECT_LE(qps + 1, rs_count_res("cm_id", "[rdmashare]", NULL));
+	EXPECT_LE(1, rs_count_res("cm_id", "[rdmashare]", " state LISTEN "));
 }
 
 /* The counters of one sysfs object (a device's or a peer's directory). */
