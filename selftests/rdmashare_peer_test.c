@@ -7,6 +7,9 @@
  *    (E2BIG past a page) and keep their value;
  *  - tunable_unprivileged: a user other than root reads them but cannot
  *    write them;
+ *  - every_tunable: every writable file of the module's sysfs directory
+ *    refuses garbage, a lone newline and over-long writes, ignores an empty
+ *    write, keeps its value through all of them, and is root's to write;
  *  - idle_peer: with idle_timeout_ms 0 an idle transport stays; a new
  *    timeout applies at once and takes it down; a later connect builds a
  *    new one;
@@ -357,6 +360,62 @@ TEST_F(tun, tunable_bad_writes)
 	EXPECT_EQ(0, rs_write_file(IDLE_PATH, "0"));
 	ASSERT_EQ(0, rs_read_file(IDLE_PATH, v, sizeof(v)));
 	EXPECT_STREQ("0", v);
+}
+
+TEST_F(tun, every_tunable)
+{
+	static const char *const bad[] = { "x", "\n", "12x", "- 1" };
+	char name[256], path[512], before[64], after[64], *longv;
+	struct dirent *de;
+	struct stat st;
+	unsigned int i;
+	int n = 0, ret, status;
+	pid_t pid;
+	DIR *d;
+
+	longv = malloc(5001);
+	ASSERT_NE(NULL, longv);
+	d = opendir(RS_SYSFS);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		snprintf(name, sizeof(name), "%s", de->d_name);
+		snprintf(path, sizeof(path), RS_SYSFS "/%s", name);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) || !(st.st_mode & 0200) ||
+		    !strcmp(name, "uevent"))
+			continue;
+		n++;
+		EXPECT_EQ(0644, st.st_mode & 07777) TH_LOG("%s", name);
+		ASSERT_EQ(0, rs_read_file(path, before, sizeof(before)));
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			EXPECT_EQ(-EINVAL, rs_write_file(path, bad[i]))
+				TH_LOG("%s <- '%s'", name, bad[i]);
+		}
+		memset(longv, '7', 4000);
+		longv[4000] = '\0';
+		EXPECT_EQ(-EINVAL, rs_write_file(path, longv)) TH_LOG("%s", name);
+		memset(longv, '7', 5000);
+		longv[5000] = '\0';
+		ret = rs_write_file(path, longv);
+		EXPECT_TRUE(ret == -E2BIG || ret == -EINVAL) TH_LOG("%s: %d", name, ret);
+		EXPECT_EQ(0, rs_write_file(path, ""));
+		ASSERT_EQ(0, rs_read_file(path, after, sizeof(after)));
+		EXPECT_STREQ(before, after) TH_LOG("%s", name);
+
+		/* Root's: another user gets EACCES writing the same value. */
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid) {
+			if (setgid(65534) || setuid(65534))
+				_exit(10);
+			_exit(rs_write_file(path, before) == -EACCES ? 0 : 11);
+		}
+		ASSERT_EQ(pid, waitpid(pid, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("%s", name);
+	}
+	closedir(d);
+	free(longv);
+	/* Thirteen tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(13, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

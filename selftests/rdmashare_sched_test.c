@@ -10,9 +10,11 @@
  *    bytes delivered as their weights say: 8 equal processes (Jain's index
  *    >= 0.99), ACs weighted 1:2:4:8 in one process (each within 5%), and a
  *    process with 100 ACs against one with 1 (equal, in app mode);
+ *  - quanta: the length of the turns two backlogged ACs take follows
+ *    sched_quantum, and that of a latency-band AC sched_latency_quantum;
  *  - head_of_line: a 64-byte message sent while a 16 MiB message is under
  *    way on another AC of the same QP arrives after at most a few of the
- *    big message's chunks; with split off it waits (shown, not asserted).
+ *    big message's chunks; with split off it waits for the big one's end.
  * Shares are counted in bytes received while every sender is backlogged,
  * so they do not depend on the machine's speed.
  */
@@ -222,11 +224,13 @@ TEST(sched_tunables)
 
 /* Tunables a share test changes, restored by the fixture. */
 static const char *const saved_names[] = {
-	"sched_mode", "credits_per_ac", "split", "chunk_size",
+	"sched_mode", "credits_per_ac", "split", "chunk_size", "sched_quantum",
+	"sched_latency_quantum",
 };
+#define NR_SAVED	(sizeof(saved_names) / sizeof(saved_names[0]))
 
 FIXTURE(sched) {
-	char saved[4][32];
+	char saved[NR_SAVED][32];
 	pid_t pids[128];
 	int npids;
 };
@@ -236,7 +240,7 @@ FIXTURE_SETUP(sched)
 	char path[128];
 	unsigned int i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < NR_SAVED; i++) {
 		snprintf(path, sizeof(path), RS_SYSFS "/%s", saved_names[i]);
 		ASSERT_EQ(0, rs_read_file(path, self->saved[i], sizeof(self->saved[i])));
 	}
@@ -252,18 +256,19 @@ FIXTURE_TEARDOWN(sched)
 		kill(self->pids[i], SIGKILL);
 		waitpid(self->pids[i], NULL, 0);
 	}
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < (int)NR_SAVED; i++) {
 		snprintf(path, sizeof(path), RS_SYSFS "/%s", saved_names[i]);
 		rs_write_file(path, self->saved[i]);
 	}
 }
 
 /*
- * A sender process: @nacs ACs to the receiver, weights from @weights (NULL:
- * default), then messages of @len bytes on them in turn, forever.
+ * A sender process: @nacs ACs to the receiver in @band, weights from
+ * @weights (NULL: default), then messages of @len bytes on them in turn,
+ * forever.
  */
 static void sender(unsigned int port, unsigned int nacs, const unsigned int *weights,
-		   size_t len, int ready_fd)
+		   unsigned int band, size_t len, int ready_fd)
 {
 	struct sockaddr_in sin = addr_of(port);
 	static unsigned char buf[SHARE_MSG];
@@ -280,6 +285,8 @@ static void sender(unsigned int port, unsigned int nacs, const unsigned int *wei
 			_exit(11);
 		if (weights && rdmashare_set_weight(rs, ac[i], weights[i]))
 			_exit(12);
+		if (band != RDMASHARE_BAND_NORMAL && rdmashare_set_band(rs, ac[i], band))
+			_exit(15);
 	}
 	if (write(ready_fd, "r", 1) != 1)
 		_exit(13);
@@ -289,8 +296,9 @@ static void sender(unsigned int port, unsigned int nacs, const unsigned int *wei
 			_exit(14);
 }
 
-static pid_t start_sender(struct __test_metadata *_metadata, unsigned int port,
-			  unsigned int nacs, const unsigned int *weights, size_t len)
+static pid_t start_band_sender(struct __test_metadata *_metadata, unsigned int port,
+			       unsigned int nacs, const unsigned int *weights,
+			       unsigned int band, size_t len)
 {
 	int fds[2];
 	pid_t pid;
@@ -301,7 +309,7 @@ static pid_t start_sender(struct __test_metadata *_metadata, unsigned int port,
 	pid = fork();
 	if (!pid) {
 		close(fds[0]);
-		sender(port, nacs, weights, len, fds[1]);
+		sender(port, nacs, weights, band, len, fds[1]);
 	}
 	close(fds[1]);
 	if (read(fds[0], &c, 1) != 1) {
@@ -310,6 +318,12 @@ static pid_t start_sender(struct __test_metadata *_metadata, unsigned int port,
 	}
 	close(fds[0]);
 	return pid;
+}
+
+static pid_t start_sender(struct __test_metadata *_metadata, unsigned int port,
+			  unsigned int nacs, const unsigned int *weights, size_t len)
+{
+	return start_band_sender(_metadata, port, nacs, weights, RDMASHARE_BAND_NORMAL, len);
 }
 
 /* Give a received slot back to the kernel. */
@@ -493,6 +507,105 @@ TEST_F_TIMEOUT(sched, two_level_shares, 600)
 	rdmashare_close(rs);
 }
 
+/* ---- quanta ---- */
+
+/*
+ * Once both ACs of @acs have delivered a chunk, receive @n more and return
+ * the mean length of the runs of consecutive chunks of @acs[@which]: the
+ * order of the wire, since both ride one QP into one receiving file.
+ */
+static double mean_run(struct rdmashare *rs, const int *acs, int which, unsigned int n)
+{
+	unsigned int got = 0, mine = 0, runs = 0;
+	struct rdmashare_cqe *cqe;
+	bool seen[2] = {};
+	int i, last = -1;
+
+	while (got < n) {
+		if (rdmashare_wait_cqe(rs, &cqe, 30000))
+			return -1;
+		if (cqe->type == RDMASHARE_CQE_RECV) {
+			i = (int)cqe->ac == acs[0] ? 0 : (int)cqe->ac == acs[1] ? 1 : -1;
+			if (i < 0 || release_slot(rs, cqe))
+				return -2;
+			if (seen[0] && seen[1]) {
+				got++;
+				if (i == which) {
+					mine++;
+					runs += last != which;
+				}
+				last = i;
+			}
+			seen[i] = true;
+		} else if (cqe->type == RDMASHARE_CQE_CLOSED) {
+			return -3;
+		}
+		rdmashare_cqe_seen(rs, cqe);
+		if (rdmashare_submit(rs) < 0)
+			return -4;
+	}
+	return runs ? (double)mine / runs : 0;
+}
+
+/*
+ * Chunks of 1 KiB (1056 bytes with the header) and room for long turns (256
+ * credits): two backlogged processes take turns of sched_quantum bytes
+ * (about 15 chunks with 16416), eight times as long with eight times the
+ * quantum; a latency-band AC next to a normal one takes turns of
+ * sched_latency_quantum bytes.  The normal band's turns (3 quanta) stay
+ * within the credit window: an AC out of credits would end its band's
+ * turn early.
+ */
+TEST_F_TIMEOUT(sched, quanta, 600)
+{
+	static const struct {
+		const char *quantum;
+		const char *latency_quantum;
+		unsigned int band;	/* of the first AC; the second's is normal */
+	} cfg[] = {
+		{ "16416", "65536", RDMASHARE_BAND_NORMAL },
+		{ "131328", "65536", RDMASHARE_BAND_NORMAL },
+		{ "16416", "16416", RDMASHARE_BAND_LATENCY },
+		{ "16416", "131328", RDMASHARE_BAND_LATENCY },
+	};
+	unsigned int port = SHARE_PORT + 4, c, i;
+	double run[4];
+	int l, acs[2];
+	struct rdmashare *rs;
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/chunk_size", "1024"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "256"));
+	for (c = 0; c < 4; c++) {
+		ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sched_quantum", cfg[c].quantum));
+		ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sched_latency_quantum",
+					   cfg[c].latency_quantum));
+		rs = listen_on(port, &l);
+		ASSERT_NE(NULL, rs);
+		for (i = 0; i < 2; i++) {
+			self->pids[self->npids] = start_band_sender(_metadata, port, 1, NULL,
+								    i ? RDMASHARE_BAND_NORMAL :
+									cfg[c].band, SHARE_MSG);
+			ASSERT_LT(0, self->pids[self->npids++]);
+			acs[i] = rdmashare_accept(rs, l, 30000);
+			ASSERT_LE(0, acs[i]);
+		}
+		run[c] = mean_run(rs, acs, 0, 3000);
+		TH_LOG("sched_quantum %s, sched_latency_quantum %s: %s AC's turns of %.1f chunks",
+		       cfg[c].quantum, cfg[c].latency_quantum,
+		       cfg[c].band == RDMASHARE_BAND_LATENCY ? "latency" : "normal", run[c]);
+		while (self->npids) {
+			kill(self->pids[--self->npids], SIGKILL);
+			waitpid(self->pids[self->npids], NULL, 0);
+		}
+		rdmashare_close(rs);
+	}
+	for (c = 0; c < 4; c += 2) {
+		EXPECT_LE(7, run[c]);
+		EXPECT_GE(31, run[c]);
+		EXPECT_LE(4 * run[c], run[c + 1]);
+	}
+}
+
 /* ---- head-of-line blocking ---- */
 
 #define BIG	(16 << 20)
@@ -608,14 +721,9 @@ TEST_F_TIMEOUT(sched, head_of_line, 600)
 	/* Split off: the small message waits for the whole big one. */
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/split", "0"));
 	ahead = hol_run(snd, big, small, rcv, rbig, rsmall);
-	if (ahead == -1) {
-		TH_LOG("split off: the 64-byte message waited until the 16 MiB one (%d chunks) was complete",
-		       BIG / 16384);
-		ahead = 0;
-	} else {
-		TH_LOG("split off: %d chunks ahead of the 64-byte message", ahead);
-	}
-	EXPECT_LE(0, ahead);
+	TH_LOG("split off: %d (-1: the 64-byte message waited for the end of the 16 MiB one)",
+	       ahead);
+	EXPECT_EQ(-1, ahead);
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/split", "1"));
 	rdmashare_close(snd);
 	rdmashare_close(rcv);

@@ -129,6 +129,28 @@ TEST_F_TIMEOUT(st, counts, 120)
 	free(buf);
 }
 
+/* chunk_size: a message goes in chunks of that many bytes, at once. */
+TEST_F_TIMEOUT(st, chunk_size, 120)
+{
+	struct rdmashare_ac_stats cs, ss;
+	char chunk[32], buf[10000];
+	int cac, sac;
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/chunk_size", chunk, sizeof(chunk)));
+	ASSERT_LE(0, pair(self->c, self->s, PORT + 7, &cac, &sac));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/chunk_size", "1000"));
+	memset(buf, 0x3c, sizeof(buf));
+	ASSERT_EQ(0, rdmashare_send(self->c, cac, buf, sizeof(buf)));
+	ASSERT_EQ((ssize_t)sizeof(buf), rdmashare_recv(self->s, sac, buf, sizeof(buf), 10000));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/chunk_size", chunk));
+	ASSERT_EQ(0, rdmashare_flush(self->c, 10000));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->c, cac, &cs));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->s, sac, &ss));
+	EXPECT_EQ(10, cs.tx_chunks);
+	EXPECT_EQ(10, ss.rx_chunks);
+	EXPECT_EQ(sizeof(buf), ss.rx_bytes);
+}
+
 TEST_F_TIMEOUT(st, queued, 120)
 {
 	struct rdmashare_ac_stats cs;
