@@ -399,7 +399,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 
 	if (l->flags || l->resv || l->ac)
 		return -EINVAL;
-	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > rs_backlog_max)
+	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > READ_ONCE(rs_backlog_max))
 		return -EINVAL;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
@@ -585,7 +585,7 @@ int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
 		return ret;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
-	deadline = jiffies + msecs_to_jiffies(c->timeout_ms ?: rs_connect_timeout_ms);
+	deadline = jiffies + msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
 
 	ret = rs_ac_connect_once(rf, c, &ss, deadline, &retry);
 	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {

@@ -39,10 +39,6 @@ unsigned int rs_cm_port = 18861;
 module_param_named(cm_port, rs_cm_port, uint, 0444);
 MODULE_PARM_DESC(cm_port, "rdma_cm port rdmashare listens on and connects to (18861)");
 
-unsigned int rs_keepalive_ms = 2000;
-module_param_named(keepalive_ms, rs_keepalive_ms, uint, 0444);
-MODULE_PARM_DESC(keepalive_ms, "Probe a QP that has ACs this often, ms; 0: never (2000)");
-
 #define RS_CM_TIMEOUT_MS	5000
 /*
  * Transport retries before a QP fails: a lost peer is noticed after about
@@ -85,6 +81,7 @@ static void rs_qp_down_work(struct work_struct *work);
 static void rs_qp_keepalive(struct work_struct *work)
 {
 	struct rs_qp *qp = container_of(to_delayed_work(work), struct rs_qp, keepalive);
+	unsigned int ms = READ_ONCE(rs_keepalive_ms);
 	bool ping;
 
 	spin_lock_irq(&qp->lock);
@@ -98,7 +95,23 @@ static void rs_qp_keepalive(struct work_struct *work)
 	spin_unlock_irq(&qp->lock);
 	if (ping)
 		rs_qp_kick(qp);
-	queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(rs_keepalive_ms));
+	if (ms)
+		queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(ms));
+}
+
+/* Called with rs_peers_lock held: rs_keepalive_ms changed. */
+void rs_qp_keepalive_changed(struct rs_qp *qp)
+{
+	unsigned int ms = READ_ONCE(rs_keepalive_ms);
+
+	spin_lock_irq(&qp->lock);
+	if (qp->state == RS_QP_UP) {
+		if (ms)
+			mod_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(ms));
+		else
+			cancel_delayed_work(&qp->keepalive);
+	}
+	spin_unlock_irq(&qp->lock);
 }
 
 /* Called with the QP's lock held, when it may have become idle. */
@@ -528,6 +541,7 @@ reject:
 /* The connection is up: the QP's ACs may send. */
 static void rs_qp_established(struct rs_qp *qp)
 {
+	unsigned int ms;
 	bool up;
 
 	spin_lock_irq(&qp->lock);
@@ -544,8 +558,9 @@ static void rs_qp_established(struct rs_qp *qp)
 	}
 	wake_up_all(&qp->wait);
 	rs_qp_kick(qp);
-	if (rs_keepalive_ms)
-		queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(rs_keepalive_ms));
+	ms = READ_ONCE(rs_keepalive_ms);
+	if (up && ms)
+		queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(ms));
 }
 
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)

@@ -41,14 +41,6 @@ unsigned int rs_rx_slots_max = 4096;
 module_param_named(max_rx_slots, rs_rx_slots_max, uint, 0444);
 MODULE_PARM_DESC(max_rx_slots, "Most receive slots a file may ask for (4096)");
 
-unsigned int rs_backlog_max = 1024;
-module_param_named(max_backlog, rs_backlog_max, uint, 0444);
-MODULE_PARM_DESC(max_backlog, "Largest listen backlog (1024)");
-
-unsigned int rs_connect_timeout_ms = 10000;
-module_param_named(connect_timeout_ms, rs_connect_timeout_ms, uint, 0444);
-MODULE_PARM_DESC(connect_timeout_ms, "Default CONNECT timeout, ms (10000)");
-
 int rs_params_check(void)
 {
 	/* The CQ may be twice the SQ and must still be a valid ring. */
@@ -76,9 +68,9 @@ int rs_params_check(void)
 		return -EINVAL;
 	}
 	if (!rs_rx_slots_max || rs_rx_slots_max > RS_RING_ENTRIES_MAX / 2 ||
-	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max ||
-	    !rs_backlog_max || !rs_connect_timeout_ms) {
-		pr_err("a queue size, credit, slot, backlog or timeout parameter is out of range\n");
+	    !rs_rx_slots_default || rs_rx_slots_default > rs_rx_slots_max) {
+		pr_err("rx_slots=%u, max_rx_slots=%u: not 1 <= rx_slots <= max_rx_slots <= %u\n",
+		       rs_rx_slots_default, rs_rx_slots_max, RS_RING_ENTRIES_MAX / 2);
 		return -EINVAL;
 	}
 	rs_tunables_init();

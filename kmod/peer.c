@@ -108,6 +108,19 @@ void rs_peers_idle_changed(void)
 	mutex_unlock(&rs_peers_lock);
 }
 
+/* rs_keepalive_ms changed: every QP up probes with the new period. */
+void rs_peers_keepalive_changed(void)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+
+	mutex_lock(&rs_peers_lock);
+	list_for_each_entry(peer, &rs_peers, node)
+		list_for_each_entry(qp, &peer->qps, peer_node)
+			rs_qp_keepalive_changed(qp);
+	mutex_unlock(&rs_peers_lock);
+}
+
 /* A scheduler tunable changed: every QP uses the new values from now on. */
 void rs_qps_sched_changed(void)
 {

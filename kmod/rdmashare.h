@@ -170,8 +170,6 @@ extern unsigned int rs_chunk_size;
 extern unsigned int rs_rx_slots_default;
 extern unsigned int rs_rx_slots_max;
 extern unsigned int rs_credits_per_ac;
-extern unsigned int rs_backlog_max;
-extern unsigned int rs_connect_timeout_ms;
 int rs_params_check(void);
 
 /* tunables.c: runtime tunables in sysfs */
@@ -189,10 +187,14 @@ extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;
 extern unsigned int rs_srq_size;
 extern unsigned int rs_cq_depth;
+extern unsigned int rs_keepalive_ms;
+extern unsigned int rs_connect_timeout_ms;
+extern unsigned int rs_backlog_max;
 void rs_tunables_init(void);
 extern unsigned int rs_sched_latency_quantum;
 extern bool rs_sched_flat;
 void rs_peers_idle_changed(void);	/* peer.c */
+void rs_peers_keepalive_changed(void);	/* peer.c */
 void rs_qps_sched_changed(void);	/* peer.c */
 
 /* rings.c: the per-file rings and data area */

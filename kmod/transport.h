@@ -358,7 +358,6 @@ int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx);
 
 /* cm.c */
 extern unsigned int rs_cm_port;
-extern unsigned int rs_keepalive_ms;
 int rs_cm_init(void);
 void rs_cm_exit(void);
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
@@ -366,6 +365,7 @@ void rs_qp_put(struct rs_qp *qp);
 void rs_qp_down(struct rs_qp *qp, int error);
 void rs_qp_unwait(struct rs_qp *qp);
 void rs_qp_idle_changed(struct rs_qp *qp);
+void rs_qp_keepalive_changed(struct rs_qp *qp);
 void rs_qp_sched_changed(struct rs_qp *qp);
 void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare);
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);

@@ -42,6 +42,12 @@ unsigned int rs_data_size_max = RS_DATA_SIZE_LIMIT;
 unsigned int rs_srq_size = 512;
 /* Entries of each QP's CQ; 0: what the QP needs (rs_qp_create_ib()). */
 unsigned int rs_cq_depth;
+/* A QP that carries ACs probes its peer this often, ms; 0: never. */
+unsigned int rs_keepalive_ms = 2000;
+/* How long a CONNECT that gives no timeout waits, ms. */
+unsigned int rs_connect_timeout_ms = 10000;
+/* The largest backlog a LISTEN may ask for. */
+unsigned int rs_backlog_max = 1024;
 
 /* Defaults that depend on load-time parameters (rs_params_check()). */
 void rs_tunables_init(void)
@@ -150,6 +156,11 @@ RS_TUNABLE_CHECKED(max_data_size, rs_data_size_max, PAGE_SIZE, RS_DATA_SIZE_LIMI
 		   rs_data_size_max_ok, NULL);
 /* Applies to RDMA devices added after the write (devices/<ibdev>/srq_size). */
 RS_TUNABLE(srq_size, rs_srq_size, 16, 65536, NULL);
+/* Applies at once: every QP up probes with the new period from now on. */
+RS_TUNABLE(keepalive_ms, rs_keepalive_ms, 0, 3600 * 1000, rs_peers_keepalive_changed);
+/* Apply to CONNECTs and LISTENs after the write. */
+RS_TUNABLE(connect_timeout_ms, rs_connect_timeout_ms, 1, 3600 * 1000, NULL);
+RS_TUNABLE(max_backlog, rs_backlog_max, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
 /* Applies to QPs set up after the write. */
 RS_TUNABLE_CHECKED(cq_depth, rs_cq_depth, 0, RS_CQ_DEPTH_MAX, rs_cq_depth_ok, NULL);
 
@@ -187,6 +198,9 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_max_data_size.attr.attr,
 	&rs_tunable_srq_size.attr.attr,
 	&rs_tunable_cq_depth.attr.attr,
+	&rs_tunable_keepalive_ms.attr.attr,
+	&rs_tunable_connect_timeout_ms.attr.attr,
+	&rs_tunable_max_backlog.attr.attr,
 	NULL,
 };
 

@@ -5,7 +5,8 @@
  * handled cleanly, also while ACs use it: they fail, ACs on other devices
  * keep working, and a new connect over the device once it is back works;
  * the peer's counters show the QPs lost and the reconnects.
- * The srq_size tunable applies to devices added after the write.
+ * The srq_size tunable applies to devices added after the write;
+ * connect_timeout_ms bounds a CONNECT to an address nobody answers for.
  * Uses the guest's spare veth end (RS_TEST_NETDEV, default veth1) for the
  * extra rxe device, with its own address (HP_ADDR) for the ACs.
  */
@@ -261,6 +262,53 @@ TEST_F_TIMEOUT(hotplug, srq_size, 180)
 	ASSERT_EQ(0, rs_read_file(first, v, sizeof(v)));
 	EXPECT_STREQ("512", v);
 	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/srq_size", before));
+}
+
+/* Seconds a CONNECT with no timeout of its own takes to fail, *@err why. */
+static double timed_connect(struct rdmashare *rs, const struct sockaddr_in *to, int *err)
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	*err = rdmashare_connect(rs, (const struct sockaddr *)to, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
+
+/*
+ * A CONNECT that gives no timeout waits connect_timeout_ms: towards an
+ * address on the spare link that nobody owns (no ARP answer, which rdma_cm
+ * gives up on after 5 s), 1500 ms and 300 ms end in ETIMEDOUT after about
+ * that long.
+ */
+TEST_F_TIMEOUT(hotplug, connect_timeout, 120)
+{
+	struct sockaddr_in nobody = sin_of("198.19.0.77", HP_PORT);
+	char before[32];
+	struct rdmashare *rs;
+	double slow, fast;
+	int err;
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/connect_timeout_ms", before, sizeof(before)));
+	EXPECT_STREQ("10000", before);
+	ASSERT_EQ(0, rs_sh("ip addr add " HP_ADDR "/24 dev %s", self->netdev));
+	ASSERT_EQ(0, rs_sh("rdma link add %s type rxe netdev %s", HP_NAME, self->netdev));
+	rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", "1500"));
+	slow = timed_connect(rs, &nobody, &err);
+	EXPECT_EQ(-ETIMEDOUT, err);
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", "300"));
+	fast = timed_connect(rs, &nobody, &err);
+	EXPECT_EQ(-ETIMEDOUT, err);
+	TH_LOG("connect_timeout_ms 1500: %.2f s, 300: %.2f s", slow, fast);
+	EXPECT_LE(1.4, slow);
+	EXPECT_GE(4.5, slow);
+	EXPECT_LE(0.25, fast);
+	EXPECT_GT(slow - 0.8, fast);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", before));
+	rdmashare_close(rs);
 }
 
 TEST_HARNESS_MAIN

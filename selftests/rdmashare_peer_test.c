@@ -22,6 +22,7 @@
  *    many TX buffers (debugfs), and carry data;
  *  - max_data_size: bad writes (unaligned, under the default data area)
  *    refused; SETUP above a lowered limit fails with EINVAL, at it works;
+ *  - max_backlog: a LISTEN asking for more fails with EINVAL, at it works;
  *  - cq_depth: bad writes (under what a QP needs) refused; QPs set up
  *    after a write have CQs of that many entries ("rdma resource show
  *    cq"), and of what they need with 0.
@@ -41,6 +42,7 @@
 #define DEPTH_PATH	RS_SYSFS "/send_depth"
 #define DATAMAX_PATH	RS_SYSFS "/max_data_size"
 #define CQ_PATH		RS_SYSFS "/cq_depth"
+#define BACKLOG_PATH	RS_SYSFS "/max_backlog"
 
 static struct sockaddr_in addr_of(unsigned int port)
 {
@@ -105,6 +107,7 @@ FIXTURE(tun) {
 	char depth[32];
 	char datamax[32];
 	char cq[32];
+	char backlog[32];
 };
 
 FIXTURE_SETUP(tun)
@@ -115,6 +118,7 @@ FIXTURE_SETUP(tun)
 	ASSERT_EQ(0, rs_read_file(DEPTH_PATH, self->depth, sizeof(self->depth)));
 	ASSERT_EQ(0, rs_read_file(DATAMAX_PATH, self->datamax, sizeof(self->datamax)));
 	ASSERT_EQ(0, rs_read_file(CQ_PATH, self->cq, sizeof(self->cq)));
+	ASSERT_EQ(0, rs_read_file(BACKLOG_PATH, self->backlog, sizeof(self->backlog)));
 }
 
 FIXTURE_TEARDOWN(tun)
@@ -125,6 +129,7 @@ FIXTURE_TEARDOWN(tun)
 	rs_write_file(DEPTH_PATH, self->depth);
 	rs_write_file(DATAMAX_PATH, self->datamax);
 	rs_write_file(CQ_PATH, self->cq);
+	rs_write_file(BACKLOG_PATH, self->backlog);
 }
 
 /* Each of @bad is refused with EINVAL and leaves @path's value. */
@@ -215,6 +220,21 @@ TEST_F(tun, max_data_size)
 	EXPECT_EQ(-EINVAL, rdmashare_setup(rs, &p));
 	p.data_size = 8 << 20;
 	EXPECT_EQ(0, rdmashare_setup(rs, &p));
+	rdmashare_close(rs);
+}
+
+TEST_F(tun, max_backlog)
+{
+	static const char *const bad[] = { "0", "1048577", "-1", "x", "\n" };
+	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
+
+	ASSERT_NE(NULL, rs);
+	EXPECT_STREQ("1024", self->backlog);
+	EXPECT_EQ(0, refuses(BACKLOG_PATH, bad, sizeof(bad) / sizeof(bad[0])));
+	EXPECT_EQ(-EINVAL, rdmashare_listen(rs, PORT, 1025));
+	ASSERT_EQ(0, rs_write_file(BACKLOG_PATH, "4"));
+	EXPECT_EQ(-EINVAL, rdmashare_listen(rs, PORT, 5));
+	EXPECT_LE(0, rdmashare_listen(rs, PORT, 4));
 	rdmashare_close(rs);
 }
 
@@ -414,8 +434,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Thirteen tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(13, n);
+	/* Sixteen tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(16, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

@@ -7,6 +7,8 @@
  * of the AC opened and closed once, exactly 20 DATA messages, one CONNECT,
  * ACCEPT and CLOSE, 20 SEND completions, credit stalls, and at least the
  * credits the senders needed.
+ * keepalive: with keepalive_ms 100 both QPs of an idle AC send KEEPALIVEs
+ * ten times a second; with 0 they stop at once.
  */
 #include <arpa/inet.h>
 
@@ -18,6 +20,7 @@
 #define PORT		7700
 #define TRACING		"/sys/kernel/tracing"
 #define EVENTS		TRACING "/events/rdmashare/enable"
+#define POST_EVENT	TRACING "/events/rdmashare/rdmashare_msg_post/enable"
 #define NMSG		10
 #define MSG_LEN		100
 
@@ -97,6 +100,7 @@ static long sum(const char *trace, const char *event, const char *key)
 FIXTURE(tr) {
 	char idle[32];
 	char credits[32];
+	char keepalive[32];
 };
 
 FIXTURE_SETUP(tr)
@@ -104,6 +108,8 @@ FIXTURE_SETUP(tr)
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/idle_timeout_ms", self->idle, sizeof(self->idle)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/credits_per_ac", self->credits,
 				  sizeof(self->credits)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/keepalive_ms", self->keepalive,
+				  sizeof(self->keepalive)));
 }
 
 FIXTURE_TEARDOWN(tr)
@@ -111,6 +117,18 @@ FIXTURE_TEARDOWN(tr)
 	rs_write_file(EVENTS, "0");
 	rs_write_file(RS_SYSFS "/idle_timeout_ms", self->idle);
 	rs_write_file(RS_SYSFS "/credits_per_ac", self->credits);
+	rs_write_file(RS_SYSFS "/keepalive_ms", self->keepalive);
+}
+
+/* Empty the trace buffer. */
+static int clear_trace(void)
+{
+	int fd = open(TRACING "/trace", O_WRONLY | O_TRUNC);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
 }
 
 TEST_F_TIMEOUT(tr, events, 180)
@@ -188,6 +206,55 @@ TEST_F_TIMEOUT(tr, events, 180)
 	if (_metadata->exit_code)
 		fprintf(stderr, "%s", trace);
 	free(trace);
+}
+
+TEST_F_TIMEOUT(tr, keepalive, 120)
+{
+	struct sockaddr_in sin = addr_of(PORT + 1);
+	struct rdmashare *c, *s;
+	int l, cac, sac, n;
+	char *trace;
+
+	if (access(POST_EVENT, W_OK))
+		SKIP(return, "no rdmashare events in tracefs at " TRACING);
+	EXPECT_STREQ("2000", self->keepalive);
+	c = rs_open_setup(1 << 20, 16);
+	s = rs_open_setup(1 << 20, 16);
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT + 1, 4);
+	ASSERT_LE(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LE(0, sac);
+
+	/* At once, on the QPs already up. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/keepalive_ms", "100"));
+	ASSERT_EQ(0, clear_trace());
+	ASSERT_EQ(0, rs_write_file(POST_EVENT, "1"));
+	usleep(1500000);
+	ASSERT_EQ(0, rs_write_file(POST_EVENT, "0"));
+	trace = read_trace();
+	ASSERT_NE(NULL, trace);
+	n = count(trace, "rdmashare_msg_post", " KEEPALIVE ");
+	free(trace);
+	TH_LOG("keepalive_ms 100: %d KEEPALIVEs in 1.5 s on 2 QPs", n);
+	EXPECT_LE(10, n);
+	EXPECT_GE(40, n);
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/keepalive_ms", "0"));
+	usleep(200000);		/* a probe already being sent */
+	ASSERT_EQ(0, clear_trace());
+	ASSERT_EQ(0, rs_write_file(POST_EVENT, "1"));
+	usleep(1000000);
+	ASSERT_EQ(0, rs_write_file(POST_EVENT, "0"));
+	trace = read_trace();
+	ASSERT_NE(NULL, trace);
+	EXPECT_EQ(0, count(trace, "rdmashare_msg_post", " KEEPALIVE "));
+	free(trace);
+	rdmashare_close(c);
+	rdmashare_close(s);
 }
 
 TEST_HARNESS_MAIN
