@@ -95,8 +95,8 @@ void rs_peer_put(struct rs_peer *peer)
 	kref_put_mutex(&peer->ref, rs_peer_release, &rs_peers_lock);
 }
 
-/* rs_idle_timeout_ms changed: restart the idle timers with the new value. */
-void rs_peers_idle_changed(void)
+/* Call @fn on every QP of every peer, with rs_peers_lock held. */
+static void rs_peers_apply(void (*fn)(struct rs_qp *qp))
 {
 	struct rs_peer *peer;
 	struct rs_qp *qp;
@@ -104,34 +104,26 @@ void rs_peers_idle_changed(void)
 	mutex_lock(&rs_peers_lock);
 	list_for_each_entry(peer, &rs_peers, node)
 		list_for_each_entry(qp, &peer->qps, peer_node)
-			rs_qp_idle_changed(qp);
+			fn(qp);
 	mutex_unlock(&rs_peers_lock);
+}
+
+/* rs_idle_timeout_ms changed: restart the idle timers with the new value. */
+void rs_peers_idle_changed(void)
+{
+	rs_peers_apply(rs_qp_idle_changed);
 }
 
 /* rs_keepalive_ms changed: every QP up probes with the new period. */
 void rs_peers_keepalive_changed(void)
 {
-	struct rs_peer *peer;
-	struct rs_qp *qp;
-
-	mutex_lock(&rs_peers_lock);
-	list_for_each_entry(peer, &rs_peers, node)
-		list_for_each_entry(qp, &peer->qps, peer_node)
-			rs_qp_keepalive_changed(qp);
-	mutex_unlock(&rs_peers_lock);
+	rs_peers_apply(rs_qp_keepalive_changed);
 }
 
 /* A scheduler tunable changed: every QP uses the new values from now on. */
 void rs_qps_sched_changed(void)
 {
-	struct rs_peer *peer;
-	struct rs_qp *qp;
-
-	mutex_lock(&rs_peers_lock);
-	list_for_each_entry(peer, &rs_peers, node)
-		list_for_each_entry(qp, &peer->qps, peer_node)
-			rs_qp_sched_changed(qp);
-	mutex_unlock(&rs_peers_lock);
+	rs_peers_apply(rs_qp_sched_changed);
 }
 
 /* Take down every QP (on @rdev, or everywhere when NULL). */
