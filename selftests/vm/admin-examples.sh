@@ -6,7 +6,8 @@
 #   selftests/vm/run-vm.sh --kernel 6.12 --module build/6.12/kmod/rdmashare.ko \
 #       -- selftests/vm/admin-examples.sh
 # A stream of 4 KiB messages on two ACs to the guest itself; the tool's
-# status and rates while it runs, then its tunables and a refused value.
+# status and rates while it runs, ib_core's view of the verbs objects,
+# then the tunables and a refused value.
 
 set -u
 bin=$(cd "$(dirname "$0")/../../userlib/build" && pwd)
@@ -19,6 +20,8 @@ echo "# rdmashare stats -w 2 -c 1"; "$bin/rdmashare" stats -w 2 -c 1
 echo "# rdmashare --json status"; "$bin/rdmashare" --json status
 echo "# cat /sys/kernel/debug/rdmashare/peers/$RS_IP"
 cat "/sys/kernel/debug/rdmashare/peers/$RS_IP"
+echo "# rdma resource show qp"; rdma resource show qp
+echo "# rdma resource show cq"; rdma resource show cq
 wait
 echo "# rdmashare get"; "$bin/rdmashare" get
 echo "# rdmashare set sched_mode flat"; "$bin/rdmashare" set sched_mode flat
