@@ -209,6 +209,10 @@ static int rs_ib_add(struct ib_device *ibdev)
 	rdev = kzalloc(sizeof(*rdev), GFP_KERNEL);
 	if (!rdev)
 		return -ENOMEM;
+	if (rs_stats_init(&rdev->stats)) {
+		kfree(rdev);
+		return -ENOMEM;
+	}
 	rdev->ibdev = ibdev;
 	INIT_LIST_HEAD(&rdev->list);
 	atomic_set(&rdev->nr_qps, 0);

@@ -41,6 +41,10 @@ struct rs_peer *rs_peer_get(const struct sockaddr *addr)
 	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
 	if (!peer)
 		return NULL;
+	if (rs_stats_init(&peer->stats)) {
+		kfree(peer);
+		return NULL;
+	}
 	kref_init(&peer->ref);
 	INIT_LIST_HEAD(&peer->qps);
 	mutex_init(&peer->qps_lock);

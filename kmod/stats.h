@@ -6,8 +6,9 @@
 #ifndef _RDMASHARE_STATS_H
 #define _RDMASHARE_STATS_H
 
-#include <linux/atomic.h>
+#include <linux/percpu.h>
 #include <linux/types.h>
+#include <linux/u64_stats_sync.h>
 
 enum rs_stat {
 	RS_STAT_TX_MSGS,	/* messages whose last chunk was posted */
@@ -28,18 +29,67 @@ enum rs_stat {
 	RS_STAT_NR
 };
 
-struct rs_stats {
-	atomic64_t v[RS_STAT_NR];
+/*
+ * Per CPU, so that the data path, which counts every chunk for its peer and
+ * its device, shares no cache line with other QPs; a read adds them up.
+ */
+struct rs_stats_cpu {
+	u64_stats_t v[RS_STAT_NR];
+	struct u64_stats_sync syncp;
 };
 
+struct rs_stats {
+	struct rs_stats_cpu __percpu *cpu;
+};
+
+static inline int rs_stats_init(struct rs_stats *s)
+{
+	int cpu;
+
+	s->cpu = alloc_percpu(struct rs_stats_cpu);
+	if (!s->cpu)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		u64_stats_init(&per_cpu_ptr(s->cpu, cpu)->syncp);
+	return 0;
+}
+
+static inline void rs_stats_free(struct rs_stats *s)
+{
+	free_percpu(s->cpu);
+	s->cpu = NULL;
+}
+
+/*
+ * Process context only (the sender, the CQs' work items, rdma_cm handlers):
+ * no update interrupts another on the same CPU.
+ */
 static inline void rs_stat_add(struct rs_stats *s, enum rs_stat i, u64 n)
 {
-	atomic64_add(n, &s->v[i]);
+	struct rs_stats_cpu *c = get_cpu_ptr(s->cpu);
+
+	u64_stats_update_begin(&c->syncp);
+	u64_stats_add(&c->v[i], n);
+	u64_stats_update_end(&c->syncp);
+	put_cpu_ptr(s->cpu);
 }
 
 static inline u64 rs_stat_read(const struct rs_stats *s, enum rs_stat i)
 {
-	return atomic64_read(&s->v[i]);
+	const struct rs_stats_cpu *c;
+	unsigned int start;
+	u64 sum = 0, v;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		c = per_cpu_ptr(s->cpu, cpu);
+		do {
+			start = u64_stats_fetch_begin(&c->syncp);
+			v = u64_stats_read(&c->v[i]);
+		} while (u64_stats_fetch_retry(&c->syncp, start));
+		sum += v;
+	}
+	return sum;
 }
 
 #endif /* _RDMASHARE_STATS_H */

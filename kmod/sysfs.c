@@ -194,7 +194,10 @@ static const struct sysfs_ops rs_dev_sysfs_ops = {
 
 static void rs_dev_release(struct kobject *kobj)
 {
-	kfree(to_rs_device(kobj));
+	struct rs_device *rdev = to_rs_device(kobj);
+
+	rs_stats_free(&rdev->stats);
+	kfree(rdev);
 }
 
 static const struct kobj_type rs_dev_ktype = {
@@ -293,7 +296,10 @@ static const struct sysfs_ops rs_peer_sysfs_ops = {
 
 static void rs_peer_kobj_release(struct kobject *kobj)
 {
-	kfree(to_rs_peer(kobj));
+	struct rs_peer *peer = to_rs_peer(kobj);
+
+	rs_stats_free(&peer->stats);
+	kfree(peer);
 }
 
 static const struct kobj_type rs_peer_ktype = {
