@@ -735,15 +735,22 @@ static void rs_ac_close_listener(struct rs_ac *l)
 	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&l->wait);
 	for (;;) {
-		bool closed = false;
+		bool closed = false, cqe;
 
 		ac = rs_backlog_pop(l, &closed);
 		if (!ac)
 			break;
+		/*
+		 * Never the application's, but its chunks (or a HALF CLOSED)
+		 * may be in the CQ under its id: a DISCARD CLOSED after them,
+		 * with its reservation, voids them before the id is free.
+		 */
+		cqe = rs_ac_take_cqe(ac);
 		if (!closed)
 			rs_ac_abort(ac);
-		else if (rs_ac_take_cqe(ac))
-			rs_cq_unreserve(rf, 1);
+		if (cqe)
+			rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, -ECONNABORTED,
+				  RDMASHARE_CQE_F_DISCARD);
 		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);		/* the backlog's */
 	}
@@ -782,9 +789,9 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 {
 	struct rs_rx_slot *slot;
 	struct rs_ac *ac;
+	u32 idx, conn;
 	bool to_ac;
 	u64 off;
-	u32 idx;
 
 	if (sqe->len || sqe->addr < rf->rx_offset)
 		goto inval;
@@ -805,17 +812,19 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 		goto inval;
 	}
 	slot->fid = 0;
+	conn = slot->conn;
 	rf->rx_free[rf->nr_rx_free++] = idx;
 	spin_unlock_irq(&rf->rx_lock);
 
 	/*
 	 * The slot goes back to its AC, and a credit to the sender; to the
-	 * file if the AC receives no more.
+	 * file if the AC receives no more, or if the id names another AC now
+	 * (a discarded one's slot).
 	 */
 	ac = rs_ac_lookup_fid(rf, sqe->ac);
 	spin_lock_irq(&rf->rx_lock);
-	to_ac = ac && READ_ONCE(ac->state) == RS_AC_OPEN && !READ_ONCE(ac->peer_closed) &&
-		!READ_ONCE(ac->peer_shut);
+	to_ac = ac && ac->id == conn && READ_ONCE(ac->state) == RS_AC_OPEN &&
+		!READ_ONCE(ac->peer_closed) && !READ_ONCE(ac->peer_shut);
 	if (to_ac)
 		ac->rx_reserved++;
 	else
@@ -1029,6 +1038,7 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	idx = rf->rx_free[--rf->nr_rx_free];
 	slot = &rf->slots[idx];
 	slot->fid = ac->fid;
+	slot->conn = ac->id;
 	memcpy(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size, payload, m->len);
 
 	ac->rx_off += m->len;

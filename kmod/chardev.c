@@ -50,7 +50,8 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 	q->abi_version = RDMASHARE_ABI_VERSION;
 	q->num_devices = rs_device_count();
 	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED |
-		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS;
+		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS |
+		      RDMASHARE_FEAT_DISCARD;
 	return 0;
 }
 

@@ -159,6 +159,7 @@ struct rs_file {
 /* A receive slot: free, or holding a delivered chunk for an AC. */
 struct rs_rx_slot {
 	u32 fid;		/* owner AC, 0 when free */
+	u32 conn;		/* the owner's host-wide id: which AC had @fid */
 	u32 cq_idx;		/* index of the RECV CQE that announced it */
 };
 

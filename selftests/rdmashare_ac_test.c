@@ -5,7 +5,9 @@
  * the chunk size echoed and verified, a stream that fills the sender's data
  * area many times over verified, a handle that only sends, close seen by
  * the peer, and the errors of LISTEN, CONNECT, ACCEPT and of operations on
- * wrong ACs.
+ * wrong ACs.  A listener closed with ACs in its backlog that already
+ * received data: the data is dropped with them, their receive slots come
+ * back, and a new AC that gets one of their ids gets only its own data.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -486,6 +488,156 @@ TEST_F_TIMEOUT(data, slots_exhausted, 120)
 	rdmashare_close(small);
 	rdmashare_close(big);
 	rdmashare_close(srv);
+}
+
+/*
+ * The server has 8 receive slots, 4 for each AC: a slot lost per round
+ * would make a CONNECT fail with ENOBUFS by the fourth.  Each round, a
+ * listener and its backlog AC take the smallest free ids, as the next
+ * round's do.
+ */
+TEST(listener_closed_with_early_data)
+{
+	struct rdmashare *c = rs_open_setup(1 << 20, 64);
+	struct rdmashare *s = rs_open_setup(1 << 20, 8);
+	struct sockaddr_in sin;
+	int i, l, cac, sac;
+	char buf[64];
+	ssize_t n;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	for (i = 0; i < 6; i++) {
+		sin = peer_addr(PORT + 20 + i);
+		l = rdmashare_listen(s, PORT + 20 + i, 4);
+		ASSERT_LT(0, l);
+		cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LT(0, cac) TH_LOG("round %d", i);
+		ASSERT_EQ(0, rdmashare_send(c, cac, "stale", 6));
+		ASSERT_EQ(0, rdmashare_flush(c, 10000));
+		usleep(300000);		/* in the server's CQ by now */
+		ASSERT_EQ(0, rdmashare_close_ac(s, l));
+		n = rdmashare_recv(c, cac, buf, sizeof(buf), 10000);
+		EXPECT_GT(0, n) TH_LOG("round %d: %zd", i, n);
+		ASSERT_EQ(0, rdmashare_close_ac(c, cac));
+
+		l = rdmashare_listen(s, PORT + 20 + i, 4);
+		ASSERT_LT(0, l);
+		cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LT(0, cac) TH_LOG("round %d", i);
+		sac = rdmashare_accept(s, l, 20000);
+		ASSERT_LT(0, sac);
+		ASSERT_EQ(0, rdmashare_send(c, cac, "fresh", 6));
+		n = rdmashare_recv(s, sac, buf, sizeof(buf), 10000);
+		EXPECT_EQ(6, n) TH_LOG("round %d", i);
+		EXPECT_STREQ("fresh", buf) TH_LOG("round %d", i);
+		ASSERT_EQ(0, rdmashare_close_ac(c, cac));
+		ASSERT_EQ(-EPIPE, rdmashare_recv(s, sac, buf, sizeof(buf), 10000));
+		ASSERT_EQ(0, rdmashare_close_ac(s, sac));
+		ASSERT_EQ(0, rdmashare_close_ac(s, l));
+	}
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* An OP completion with @user_data: its result, reaping the others. */
+static int op_result(struct rdmashare *rs, __u64 user_data)
+{
+	struct rdmashare_cqe *cqe;
+	int res;
+
+	for (;;) {
+		if (rdmashare_wait_cqe(rs, &cqe, 10000))
+			return -1000;
+		if (cqe->type == RDMASHARE_CQE_OP && cqe->user_data == user_data) {
+			res = cqe->res;
+			rdmashare_cqe_seen(rs, cqe);
+			return res;
+		}
+		rdmashare_cqe_seen(rs, cqe);
+	}
+}
+
+/*
+ * The same on the raw rings: the backlog AC's RECV, then its CLOSED flagged
+ * RDMASHARE_CQE_F_DISCARD (res -ECONNABORTED); once a new AC has its id,
+ * releasing the old slot works and gives the new AC nothing.
+ */
+TEST(listener_discard_raw)
+{
+	struct rdmashare *c = rs_open_setup(1 << 20, 64);
+	struct rdmashare *s = rs_open_setup(1 << 20, 16);
+	struct rdmashare_listen li = { .size = sizeof(li), .port = PORT + 30, .backlog = 4 };
+	struct rdmashare_accept a = { .size = sizeof(a), .timeout_ms = 20000 };
+	struct rdmashare_ac_stats before, after;
+	struct sockaddr_in sin = peer_addr(PORT + 30);
+	__u32 stale_ac = 0, listener;
+	struct rdmashare_cqe *cqe;
+	struct rdmashare_sqe *sqe;
+	__u64 stale_addr = 0;
+	bool discard = false;
+	int cac, fd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	fd = rdmashare_fd(s);
+	ASSERT_EQ(0, ioctl(fd, RDMASHARE_IOC_LISTEN, &li));
+	listener = li.ac;
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, cac);
+	ASSERT_EQ(0, rdmashare_send(c, cac, "stale", 6));
+	ASSERT_EQ(0, rdmashare_flush(c, 10000));
+	usleep(300000);
+
+	sqe = rdmashare_get_sqe(s);
+	ASSERT_NE(NULL, sqe);
+	sqe->opcode = RDMASHARE_OP_CLOSE;
+	sqe->ac = listener;
+	sqe->user_data = 77;
+	ASSERT_LE(0, rdmashare_submit(s));
+	while (!discard) {
+		ASSERT_EQ(0, rdmashare_wait_cqe(s, &cqe, 10000));
+		if (cqe->type == RDMASHARE_CQE_RECV) {
+			EXPECT_EQ(0, stale_ac);
+			stale_ac = cqe->ac;
+			stale_addr = cqe->addr;
+		} else if (cqe->type == RDMASHARE_CQE_CLOSED) {
+			EXPECT_EQ(stale_ac, cqe->ac);
+			EXPECT_EQ(RDMASHARE_CQE_F_DISCARD, cqe->flags);
+			EXPECT_EQ(-ECONNABORTED, cqe->res);
+			discard = true;
+		}
+		rdmashare_cqe_seen(s, cqe);
+	}
+	ASSERT_NE(0, stale_ac);
+	ASSERT_EQ(0, op_result(s, 77));
+	ASSERT_EQ(0, rdmashare_close_ac(c, cac));
+
+	/* The smallest free ids again: the listener's, then the stale AC's. */
+	li.ac = 0;
+	li.port = PORT + 31;
+	ASSERT_EQ(0, ioctl(fd, RDMASHARE_IOC_LISTEN, &li));
+	EXPECT_EQ(listener, li.ac);
+	sin = peer_addr(PORT + 31);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, cac);
+	a.listen_ac = li.ac;
+	ASSERT_EQ(0, ioctl(fd, RDMASHARE_IOC_ACCEPT, &a));
+	ASSERT_EQ(stale_ac, a.ac);
+	ASSERT_EQ(0, rdmashare_ac_stats(s, a.ac, &before));
+
+	sqe = rdmashare_get_sqe(s);
+	ASSERT_NE(NULL, sqe);
+	sqe->opcode = RDMASHARE_OP_RELEASE;
+	sqe->ac = stale_ac;
+	sqe->addr = stale_addr;
+	sqe->user_data = 78;
+	ASSERT_LE(0, rdmashare_submit(s));
+	EXPECT_EQ(0, op_result(s, 78));
+	ASSERT_EQ(0, rdmashare_ac_stats(s, a.ac, &after));
+	EXPECT_EQ(before.rx_slots, after.rx_slots);
+	rdmashare_close(c);
+	rdmashare_close(s);
 }
 
 TEST_HARNESS_MAIN

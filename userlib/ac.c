@@ -170,6 +170,19 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			ret = -ENOMEM;
 			break;
 		}
+		if (cqe->flags & RDMASHARE_CQE_F_DISCARD) {
+			/* Never ours: give its chunks' slots back, forget it. */
+			c = st->head;
+			memset(st, 0, sizeof(*st));
+			rdmashare_cqe_seen(rs, cqe);
+			while (c) {
+				struct rs_chunk *next = c->next;
+
+				rs_release(rs, cqe->ac, c);
+				c = next;
+			}
+			return 0;
+		}
 		if (st->closing)
 			break;
 		/* HALF: the peer shut down; this end still sends. */
@@ -265,14 +278,25 @@ static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
 /*
  * @ac was just handed out by LISTEN, CONNECT or ACCEPT.  If an earlier AC
  * with the same id is still closing here, its CLOSE completion is already in
- * the CQ (the kernel reuses an id only after it): reap up to it.  What came
+ * the CQ (the kernel reuses an id only after it): reap up to it.  So is the
+ * DISCARD CLOSED of a backlog AC that had the id: if something of that AC
+ * was filed already, reap what is there, which voids it.  (If nothing was,
+ * its completions come in order before the new AC's, and one reap files
+ * them all: the DISCARD voids them before a RECV can take one.)  What came
  * for the new AC before it was accepted (chunks, a HALF CLOSED) is kept.
  */
 static int rs_new_ac(struct rdmashare *rs, int ac)
 {
+	static const struct rs_acst none;
 	struct rs_acst *st;
 	int ret;
 
+	st = rs_acst(rs, ac);
+	if (st && !st->closing && memcmp(st, &none, sizeof(none))) {
+		ret = rs_reap(rs, 0, 0);
+		if (ret)
+			return ret;
+	}
 	for (;;) {
 		st = rs_acst(rs, ac);
 		if (!st)

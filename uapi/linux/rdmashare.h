@@ -42,6 +42,7 @@ enum {
 #define RDMASHARE_FEAT_SCHED	(1ULL << 2)	/* AC_SET: weights and bands */
 #define RDMASHARE_FEAT_SHUTDOWN	(1ULL << 3)	/* OP_SHUTDOWN, CQE_F_HALF */
 #define RDMASHARE_FEAT_AC_STATS	(1ULL << 4)	/* AC_STATS */
+#define RDMASHARE_FEAT_DISCARD	(1ULL << 5)	/* CQE_F_DISCARD */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -185,6 +186,7 @@ enum {
 /* CQE flags */
 #define RDMASHARE_CQE_F_MORE	(1U << 0)	/* RECV: more chunks follow */
 #define RDMASHARE_CQE_F_HALF	(1U << 1)	/* CLOSED: the peer shut down */
+#define RDMASHARE_CQE_F_DISCARD	(1U << 2)	/* CLOSED: never accepted, void */
 
 /**
  * struct rdmashare_cqe - a completion, 32 bytes
@@ -194,7 +196,7 @@ enum {
  * @ac: the abstract connection
  * @type: RDMASHARE_CQE_*
  * @opcode: for RDMASHARE_CQE_OP, the SQE's opcode
- * @flags: none defined yet
+ * @flags: RDMASHARE_CQE_F_*
  * @resv: reserved
  * @addr: offset in the data area, where relevant; RECV: the slot
  *
@@ -208,6 +210,13 @@ enum {
  * RDMASHARE_OP_SHUTDOWN: nothing more arrives, but the AC is still open for
  * SENDs, and what fails later shows in the completions of its operations.
  * Either way the application ends the AC with RDMASHARE_OP_CLOSE.
+ *
+ * An AC that a listener's backlog held when the listener closed was never
+ * the application's, but chunks it received may be in the CQ under its id:
+ * its CLOSED completion, flagged RDMASHARE_CQE_F_DISCARD (res
+ * -ECONNABORTED), comes after them and before the id can name a new AC.
+ * The application releases their slots and forgets them; it does not close
+ * the AC.
  */
 struct rdmashare_cqe {
 	__aligned_u64 user_data;
