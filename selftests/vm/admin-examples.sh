@@ -4,7 +4,8 @@
 # The examples of Documentation/admin-guide.rst and rdmashare(8), from the
 # real tool: run in a guest,
 #   selftests/vm/run-vm.sh --kernel 6.12 --module build/6.12/kmod/rdmashare.ko \
-#       -- selftests/vm/admin-examples.sh
+#       -- selftests/vm/admin-examples.sh > out.txt
+# then selftests/vm/update-examples.py out.txt puts it into both documents.
 # A stream of 4 KiB messages on two ACs to the guest itself; the tool's
 # status and rates while it runs, ib_core's view of the verbs objects,
 # then the tunables and a refused value.
