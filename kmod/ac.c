@@ -595,7 +595,13 @@ int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
 	return ret;
 }
 
-static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed)
+/*
+ * The oldest AC of @l's backlog, or NULL; *@closed if it closed there.
+ * With @cqe, its CQ reservation is taken in the same critical section (*@cqe
+ * says whether it was still there): a CLOSE from the peer cannot take it
+ * once the AC is out of the backlog.
+ */
+static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed, bool *cqe)
 {
 	struct rs_ac *ac;
 
@@ -605,6 +611,10 @@ static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed)
 		list_del_init(&ac->backlog_node);
 		l->backlog_len--;
 		*closed = ac->state == RS_AC_CLOSED;
+		if (cqe) {
+			*cqe = !ac->cqe_used;
+			ac->cqe_used = true;
+		}
 	}
 	mutex_unlock(&l->rf->ac_lock);
 	return ac;
@@ -630,7 +640,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 
 	timeout = a->timeout_ms ? msecs_to_jiffies(a->timeout_ms) : MAX_SCHEDULE_TIMEOUT;
 	for (;;) {
-		ac = rs_backlog_pop(l, &closed);
+		ac = rs_backlog_pop(l, &closed, NULL);
 		if (ac || (a->flags & RDMASHARE_ACCEPT_NONBLOCK))
 			break;
 		left = wait_event_interruptible_timeout(l->wait,
@@ -652,10 +662,13 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 	rs_addr_to_user(&ac->qp->peer->addr, &a->peer);
 	/*
 	 * An AC that closed in the backlog is handed out all the same: its
-	 * CLOSED completion tells the application.
+	 * CLOSED completion tells the application; so does the HALF one of a
+	 * peer that shut down meanwhile (after the AC's RECVs, all in).
 	 */
 	if (closed && rs_ac_take_cqe(ac))
 		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, ac->error, 0);
+	else if (!closed && READ_ONCE(ac->peer_shut) && rs_ac_take_cqe(ac))
+		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, 0, RDMASHARE_CQE_F_HALF);
 	rs_ac_put(ac);			/* the backlog's */
 	return 0;
 }
@@ -735,22 +748,23 @@ static void rs_ac_close_listener(struct rs_ac *l)
 	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&l->wait);
 	for (;;) {
-		bool closed = false, cqe;
+		bool closed = false, cqe = false;
 
-		ac = rs_backlog_pop(l, &closed);
+		ac = rs_backlog_pop(l, &closed, &cqe);
 		if (!ac)
 			break;
-		/*
-		 * Never the application's, but its chunks (or a HALF CLOSED)
-		 * may be in the CQ under its id: a DISCARD CLOSED after them,
-		 * with its reservation, voids them before the id is free.
-		 */
-		cqe = rs_ac_take_cqe(ac);
 		if (!closed)
 			rs_ac_abort(ac);
-		if (cqe)
+		/*
+		 * Never the application's, but the chunks it received are in
+		 * the CQ under its id: a DISCARD CLOSED after them, with its
+		 * reservation, voids them before the id is free.
+		 */
+		if (cqe && ac->rx_chunks)
 			rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, -ECONNABORTED,
 				  RDMASHARE_CQE_F_DISCARD);
+		else if (cqe)
+			rs_cq_unreserve(rf, 1);
 		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);		/* the backlog's */
 	}
@@ -999,7 +1013,8 @@ static void rs_ac_peer_shut(struct rs_ac *ac)
 
 	WRITE_ONCE(ac->peer_shut, true);
 	mutex_lock(&rf->ac_lock);
-	post = ac->state == RS_AC_OPEN && !ac->cqe_used;
+	/* In a backlog, ACCEPT posts it (a closing listener voids the AC). */
+	post = ac->state == RS_AC_OPEN && !ac->cqe_used && list_empty(&ac->backlog_node);
 	if (post)
 		ac->cqe_used = true;
 	mutex_unlock(&rf->ac_lock);

@@ -308,6 +308,10 @@ static int rs_qp_ready(struct rs_qp *qp)
 
 	if (!rdma_cap_ib_cm(qp->cm_id->device, qp->cm_id->port_num))
 		return 0;
+	/* INIT again with what the CM now knows, as rdma_cm does. */
+	ret = rs_qp_modify(qp, IB_QPS_INIT);
+	if (ret)
+		return ret;
 	ret = rs_qp_modify(qp, IB_QPS_RTR);
 	if (ret)
 		return ret;
@@ -420,8 +424,13 @@ static void rs_qp_down_work(struct work_struct *work)
 		rdma_lock_handler(qp->cm_id);
 		rdma_unlock_handler(qp->cm_id);
 	}
-	if (qp->qp)
+	if (qp->qp) {
+		/* Flush what is in flight before the peer hears of it. */
+		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
+
+		ib_modify_qp(qp->qp, &attr, IB_QP_STATE);
 		rdma_disconnect(qp->cm_id);
+	}
 
 	/* Fail every pinned AC; each drops its reference to the QP. */
 	spin_lock_irq(&qp->lock);
@@ -599,6 +608,11 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
 		/* The peer's REP: ready the QP, then send the RTU. */
+		if (READ_ONCE(qp->state) == RS_QP_DOWN) {
+			/* The down work may be destroying the QP. */
+			rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+			break;
+		}
 		ret = rs_qp_ready(qp);
 		if (ret)
 			rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);

@@ -494,7 +494,8 @@ TEST_F_TIMEOUT(data, slots_exhausted, 120)
  * The server has 8 receive slots, 4 for each AC: a slot lost per round
  * would make a CONNECT fail with ENOBUFS by the fourth.  Each round, a
  * listener and its backlog AC take the smallest free ids, as the next
- * round's do.
+ * round's do.  In odd rounds the dead AC's peer shut down too: the new AC
+ * must not see that as its own end of data.
  */
 TEST(listener_closed_with_early_data)
 {
@@ -514,6 +515,9 @@ TEST(listener_closed_with_early_data)
 		cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
 		ASSERT_LT(0, cac) TH_LOG("round %d", i);
 		ASSERT_EQ(0, rdmashare_send(c, cac, "stale", 6));
+		/* Every other round the peer also shuts down (a HALF CLOSED). */
+		if (i % 2)
+			ASSERT_EQ(0, rdmashare_shutdown(c, cac));
 		ASSERT_EQ(0, rdmashare_flush(c, 10000));
 		usleep(300000);		/* in the server's CQ by now */
 		ASSERT_EQ(0, rdmashare_close_ac(s, l));

@@ -138,6 +138,7 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 	struct rs_acst *st;
 	struct rs_chunk *c;
 	int ret = 0;
+	__u32 ac;
 
 	switch (cqe->type) {
 	case RDMASHARE_CQE_RECV:
@@ -151,8 +152,9 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 		c->addr = cqe->addr;
 		if (st->closing) {
 			/* For an AC being closed: nobody will read it. */
+			ac = cqe->ac;
 			rdmashare_cqe_seen(rs, cqe);
-			rs_release(rs, cqe->ac, c);
+			rs_release(rs, ac, c);
 			return 0;
 		}
 		c->len = cqe->res;
@@ -171,14 +173,24 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			break;
 		}
 		if (cqe->flags & RDMASHARE_CQE_F_DISCARD) {
-			/* Never ours: give its chunks' slots back, forget it. */
+			/*
+			 * Never ours: give its chunks' slots back, forget
+			 * what came for it.  What the application did with a
+			 * new AC that has the id already (CLOSE, SHUTDOWN) is
+			 * the new AC's, and stays.
+			 */
 			c = st->head;
-			memset(st, 0, sizeof(*st));
+			st->head = NULL;
+			st->tail = NULL;
+			st->closed = 0;
+			st->close_res = 0;
+			st->eof = 0;
+			ac = cqe->ac;
 			rdmashare_cqe_seen(rs, cqe);
 			while (c) {
 				struct rs_chunk *next = c->next;
 
-				rs_release(rs, cqe->ac, c);
+				rs_release(rs, ac, c);
 				c = next;
 			}
 			return 0;

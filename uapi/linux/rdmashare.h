@@ -212,8 +212,8 @@ enum {
  * Either way the application ends the AC with RDMASHARE_OP_CLOSE.
  *
  * An AC that a listener's backlog held when the listener closed was never
- * the application's, but chunks it received may be in the CQ under its id:
- * its CLOSED completion, flagged RDMASHARE_CQE_F_DISCARD (res
+ * the application's; if it received chunks, they are in the CQ under its
+ * id, and its CLOSED completion, flagged RDMASHARE_CQE_F_DISCARD (res
  * -ECONNABORTED), comes after them and before the id can name a new AC.
  * The application releases their slots and forgets them; it does not close
  * the AC.
