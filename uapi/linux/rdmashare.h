@@ -277,7 +277,7 @@ struct rdmashare_addr {
  * @size: sizeof(struct rdmashare_listen)
  * @flags: must be 0
  * @port: service port to listen on, 1 to 65535, unique on the host
- * @backlog: connections waiting for ACCEPT, 1 to the module's limit
+ * @backlog: connections waiting for ACCEPT, 1 to the max_backlog tunable
  * @ac: out: the listening AC
  * @resv: must be 0
  */
