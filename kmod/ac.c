@@ -30,9 +30,13 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/jiffies.h>
+#include <linux/math64.h>
+#include <linux/memcontrol.h>
 #include <linux/nospec.h>
 #include <linux/sched/signal.h>
+#include <linux/seq_file.h>
 #include <linux/slab.h>
+#include <net/sock.h>
 
 #include "actable.h"
 #include "trace.h"
@@ -52,9 +56,15 @@ struct rs_file *rs_file_alloc(void)
 {
 	struct rs_file *rf;
 
-	rf = kzalloc(sizeof(*rf), GFP_KERNEL);
+	rf = kzalloc(sizeof(*rf), GFP_KERNEL_ACCOUNT);
 	if (!rf)
 		return NULL;
+	rf->owner = rs_user_get(current_uid());
+	if (!rf->owner) {
+		kfree(rf);
+		return NULL;
+	}
+	rf->memcg = get_mem_cgroup_from_mm(current->mm);
 	rs_rings_init(rf);
 	rf->tgid = task_tgid_nr(current);
 	get_task_comm(rf->comm, current);
@@ -72,6 +82,8 @@ static void rs_file_free(struct kref *ref)
 
 	rs_actable_destroy(&rf->acs);
 	rs_rings_free(rf);
+	mem_cgroup_put(rf->memcg);
+	rs_user_put(rf->owner);
 	kfree(rf);
 }
 
@@ -88,6 +100,7 @@ static void rs_ac_free(struct kref *ref)
 
 	if (ac->qp)
 		rs_qp_put(ac->qp);
+	rs_user_uncharge_ac(ac->rf->owner);
 	rs_file_put(ac->rf);
 	kfree(ac);
 }
@@ -97,13 +110,21 @@ void rs_ac_put(struct rs_ac *ac)
 	kref_put(&ac->ref, rs_ac_free);
 }
 
+/*
+ * A new AC of @rf, counted against its owner's max_acs_per_user (-EMFILE
+ * past it), charged to the caller's memory cgroup (or the active one).
+ */
 static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
 {
 	struct rs_ac *ac;
 
-	ac = kzalloc(sizeof(*ac), GFP_KERNEL);
-	if (!ac)
-		return NULL;
+	if (!rs_user_charge_ac(rf->owner))
+		return ERR_PTR(-EMFILE);
+	ac = kzalloc(sizeof(*ac), GFP_KERNEL_ACCOUNT);
+	if (!ac) {
+		rs_user_uncharge_ac(rf->owner);
+		return ERR_PTR(-ENOMEM);
+	}
 	kref_init(&ac->ref);
 	kref_get(&rf->ref);
 	ac->rf = rf;
@@ -216,16 +237,20 @@ static struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
 
 static void rs_rx_unreserve(struct rs_ac *ac);
 
+static bool rs_ac_take_cqe(struct rs_ac *ac);
+
 /*
  * Undo a new AC that never opened: out of both tables, its slots and its
- * CQ reservation back to the file.  Each step is a no-op if it was not done.
+ * CQ reservation back to the file.  Each step is a no-op if it was not done,
+ * or if a close (the file's release) did it already.
  */
 static void rs_ac_discard(struct rs_ac *ac)
 {
 	rs_ac_del_conn(ac);
 	rs_ac_del_from_file(ac);
 	rs_rx_unreserve(ac);
-	rs_cq_unreserve(ac->rf, 1);
+	if (rs_ac_take_cqe(ac))
+		rs_cq_unreserve(ac->rf, 1);
 }
 
 /* ---- receive slots and credits (rf->rx_lock) ---- */
@@ -262,9 +287,16 @@ u32 rs_ac_take_credits(struct rs_ac *ac)
 	return n;
 }
 
-/* Called with qp->lock held: queue a control message. */
+/*
+ * Called with qp->lock held: queue a control message.  Only for an AC still
+ * pinned to the QP: rs_ac_finish() unpins under the same lock, and a
+ * finished AC must not go back on the QP's list (it may be freed).
+ */
 static void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
 {
+	lockdep_assert_held(&ac->qp->lock);
+	if (list_empty(&ac->qp_node))
+		return;
 	ac->ctrl_pending |= bit;
 	if (list_empty(&ac->ctrl_node))
 		list_add_tail(&ac->ctrl_node, &ac->qp->ctrl);
@@ -320,6 +352,7 @@ static bool rs_ac_take_cqe(struct rs_ac *ac)
 static void rs_ac_finish(struct rs_ac *ac, int error)
 {
 	struct rs_send *op, *tmp;
+	bool close = false;
 	LIST_HEAD(ops);
 
 	if (ac->qp) {
@@ -331,14 +364,24 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
 		rs_qp_unpin_locked(ac->qp, ac);
 		spin_unlock_irq(&ac->qp->lock);
 	}
-	list_for_each_entry_safe(op, tmp, &ops, node)
+	list_for_each_entry_safe(op, tmp, &ops, node) {
+		if (op->opcode == RDMASHARE_OP_CLOSE)
+			close = true;
 		rs_op_done(ac, op, error);
+	}
 	rs_ac_del_conn(ac);
 	/* No RECV completion for it after this: its id may be reused. */
 	spin_lock_irq(&ac->rf->rx_lock);
 	ac->rx_done = true;
 	spin_unlock_irq(&ac->rf->rx_lock);
 	rs_rx_unreserve(ac);
+	/*
+	 * Every completion of a CLOSE frees the id, a failed one too: after
+	 * the last completion for the AC, so that a new AC with the id comes
+	 * after them in the CQ (librdmashare relies on that order).
+	 */
+	if (close)
+		rs_ac_del_from_file(ac);
 }
 
 /*
@@ -368,6 +411,13 @@ static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	trace_rdmashare_ac_close(ac, error, by_app);
 
 	rs_ac_finish(ac, error ?: -EPIPE);
+	/*
+	 * An application that queued a CLOSE closed the AC itself: that
+	 * CLOSE's completion tells it, not a CLOSED one (which would come
+	 * after the id was freed).  Read after rs_ac_finish() took the QP's
+	 * lock: a CLOSE queued before is seen, none is queued after.
+	 */
+	by_app = by_app || READ_ONCE(ac->close_queued);
 	if (in_backlog || !rs_ac_take_cqe(ac))
 		return true;
 	if (old == RS_AC_OPEN && !by_app)
@@ -403,18 +453,27 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 		return -EINVAL;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
+	/* Privileged ports as for sockets: a service there can be trusted. */
+	if (l->port < PROT_SOCK && !capable(CAP_NET_BIND_SERVICE))
+		return -EACCES;
 
 	ac = rs_ac_alloc(rf, RS_AC_LISTEN);
-	if (!ac)
-		return -ENOMEM;
+	if (IS_ERR(ac))
+		return PTR_ERR(ac);
 	ac->port = l->port;
 	ac->backlog_max = l->backlog;
 	ret = rs_ac_add_to_file(rf, ac);
 	if (ret)
 		goto out_put;
-	ret = xa_insert(&rs_ports, ac->port, ac, GFP_KERNEL);
+	ret = -EMFILE;
+	if (!rs_user_charge_listener(rf->owner)) {
+		rs_ac_del_from_file(ac);
+		goto out_put;
+	}
+	ret = xa_insert(&rs_ports, ac->port, ac, GFP_KERNEL_ACCOUNT);
 	if (ret) {
 		ret = ret == -EBUSY ? -EADDRINUSE : ret;
+		rs_user_uncharge_listener(rf->owner);
 		rs_ac_del_from_file(ac);
 		goto out_put;
 	}
@@ -470,29 +529,39 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
 
 /*
  * Pin @ac to @qp (taking over the caller's QP reference on success) and
- * queue its first control message.  -ECONNRESET if the QP is down already.
+ * queue its first control message.  -ECONNRESET if the QP is down already,
+ * -ECONNABORTED if the AC was closed meanwhile (its file is going away).
+ *
+ * The AC's state is checked under its file's ac_lock, which rs_ac_do_close()
+ * holds to close it: either the close sees ac->qp set and rs_ac_finish()
+ * unpins the AC, or the pin sees the AC closed and leaves it alone.
  */
 static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 {
 	struct rs_qp_group *spare;
+	int ret = 0;
 
-	spare = kzalloc(sizeof(*spare), GFP_KERNEL);
+	spare = kzalloc(sizeof(*spare), GFP_KERNEL_ACCOUNT);
 	if (!spare)
 		return -ENOMEM;
+	mutex_lock(&ac->rf->ac_lock);
 	spin_lock_irq(&qp->lock);
-	if (qp->state == RS_QP_DOWN) {
-		spin_unlock_irq(&qp->lock);
-		kfree(spare);
-		return -ECONNRESET;
+	if (ac->state == RS_AC_CLOSED) {
+		ret = -ECONNABORTED;
+	} else if (qp->state == RS_QP_DOWN) {
+		ret = -ECONNRESET;
+	} else {
+		ac->qp = qp;
+		rs_qp_pin_locked(qp, ac, &spare);
+		ac->credits_out = ac->rx_reserved;
+		rs_ac_ctrl(ac, ctrl);
 	}
-	ac->qp = qp;
-	rs_qp_pin_locked(qp, ac, &spare);
-	ac->credits_out = ac->rx_reserved;
-	rs_ac_ctrl(ac, ctrl);
 	spin_unlock_irq(&qp->lock);
+	mutex_unlock(&ac->rf->ac_lock);
 	kfree(spare);
-	rs_qp_kick(qp);
-	return 0;
+	if (!ret)
+		rs_qp_kick(qp);
+	return ret;
 }
 
 /*
@@ -512,8 +581,8 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	int ret;
 
 	ac = rs_ac_alloc(rf, RS_AC_CONNECTING);
-	if (!ac)
-		return -ENOMEM;
+	if (IS_ERR(ac))
+		return PTR_ERR(ac);
 	ac->port = c->peer.port;
 	ret = -ENOBUFS;
 	if (!rs_cq_reserve(rf, 1))
@@ -679,6 +748,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 {
 	struct rs_file *rf = ac->rf;
+	bool dup_close;
 	struct rs_send *op;
 	int err = 0;
 
@@ -687,7 +757,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		rs_complete_op(rf, sqe, -EINVAL);
 		return;
 	}
-	op = kzalloc(sizeof(*op), GFP_KERNEL);
+	op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
 	if (!op) {
 		rs_complete_op(rf, sqe, -ENOMEM);
 		return;
@@ -698,6 +768,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	op->len = sqe->len;
 
 	spin_lock_irq(&ac->qp->lock);
+	dup_close = ac->close_queued;
 	if (ac->peer_closed)
 		err = -EPIPE;
 	else if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
@@ -729,6 +800,16 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	spin_unlock_irq(&ac->qp->lock);
 	if (err) {
 		kfree(op);
+		/*
+		 * The first CLOSE of an AC that closed under it (the peer's
+		 * CLOSE, a lost QP) still frees the id, as any CLOSE does.
+		 */
+		if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
+			rs_ac_do_close(ac, 0, true);
+			rs_complete_op(rf, sqe, 0);
+			rs_ac_del_from_file(ac);
+			return;
+		}
 		rs_complete_op(rf, sqe, err);
 		return;
 	}
@@ -741,8 +822,10 @@ static void rs_ac_close_listener(struct rs_ac *l)
 	struct rs_file *rf = l->rf;
 	struct rs_ac *ac;
 
-	if (xa_cmpxchg(&rs_ports, l->port, l, NULL, 0) == l)
+	if (xa_cmpxchg(&rs_ports, l->port, l, NULL, 0) == l) {
+		rs_user_uncharge_listener(rf->owner);
 		rs_ac_put(l);
+	}
 	mutex_lock(&rf->ac_lock);
 	l->state = RS_AC_CLOSED;
 	mutex_unlock(&rf->ac_lock);
@@ -803,17 +886,15 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 {
 	struct rs_rx_slot *slot;
 	struct rs_ac *ac;
-	u32 idx, conn;
+	u32 idx, conn, rem;
 	bool to_ac;
 	u64 off;
 
 	if (sqe->len || sqe->addr < rf->rx_offset)
 		goto inval;
-	off = sqe->addr - rf->rx_offset;
-	if (off % rf->rx_slot_size)
-		goto inval;
-	off = div_u64(off, rf->rx_slot_size);
-	if (off >= rf->rx_slots)
+	/* div_u64_rem(): no 64-bit division helpers on 32-bit builds. */
+	off = div_u64_rem(sqe->addr - rf->rx_offset, rf->rx_slot_size, &rem);
+	if (rem || off >= rf->rx_slots)
 		goto inval;
 	idx = array_index_nospec((u32)off, rf->rx_slots);
 
@@ -891,6 +972,7 @@ void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
 	bool close = op->opcode == RDMASHARE_OP_CLOSE;
 
 	rs_op_done(ac, op, status);
+	/* A CLOSE frees the id, after its completion (see rs_ac_finish()). */
 	if (close) {
 		rs_ac_do_close(ac, 0, true);
 		rs_ac_del_from_file(ac);
@@ -906,6 +988,7 @@ void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
 static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error)
 {
 	struct rs_reject *rej;
+	bool full = false;
 
 	rej = kzalloc(sizeof(*rej), GFP_KERNEL);
 	if (!rej)
@@ -914,30 +997,44 @@ static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error)
 	rej->src = src;
 	rej->error = error;
 	spin_lock_irq(&qp->lock);
-	list_add_tail(&rej->node, &qp->rejects);
+	if (qp->state == RS_QP_DOWN) {
+		/* Nothing goes out any more; the peer's ends fail with it. */
+	} else if (qp->nr_rejects >= RS_MAX_REJECTS) {
+		/* A peer that asks faster than it takes the answers. */
+		full = true;
+	} else {
+		list_add_tail(&rej->node, &qp->rejects);
+		qp->nr_rejects++;
+		rej = NULL;
+	}
 	spin_unlock_irq(&qp->lock);
+	kfree(rej);
+	if (full) {
+		pr_warn_ratelimited("QP %u: more than %u answers owed to the peer: taking it down\n",
+				    qp->qp_num, RS_MAX_REJECTS);
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -ENOBUFS);
+	}
 	rs_qp_kick(qp);
 }
 
-static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
+/*
+ * A CONNECT for the listener @l: a new AC in its backlog, or the positive
+ * errno of the REJECT to send.
+ */
+/*
+ * A CONNECT for the listener @l: a new AC in its backlog, or the errno of
+ * the REJECT to send.
+ */
+static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, struct rs_ac *l)
 {
-	struct rs_file *rf;
-	struct rs_ac *l, *ac;
-	u32 error = ECONNREFUSED;
+	struct rs_file *rf = l->rf;
+	int error = -ENOBUFS;
+	struct rs_ac *ac;
 
-	xa_lock(&rs_ports);
-	l = xa_load(&rs_ports, m->conn.port);
-	if (l)
-		kref_get(&l->ref);
-	xa_unlock(&rs_ports);
-	if (!l)
-		goto reject;
-	rf = l->rf;
-
-	error = ENOBUFS;
 	ac = rs_ac_alloc(rf, RS_AC_OPEN);
-	if (!ac)
-		goto out_put_l;
+	if (IS_ERR(ac))
+		return PTR_ERR(ac) == -EMFILE ? -ECONNREFUSED : -ENOBUFS;
 	/* What the listener was set to (RDMASHARE_IOC_AC_SET) passes on. */
 	rs_sched_entity_init(&ac->se, NULL, READ_ONCE(l->se.dn.weight), READ_ONCE(l->se.band));
 	ac->port = l->port;
@@ -953,16 +1050,17 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 	mutex_lock(&rf->ac_lock);
 	if (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max) {
 		mutex_unlock(&rf->ac_lock);
-		error = ECONNREFUSED;
+		error = -ECONNREFUSED;
 		goto out_discard;
 	}
 	mutex_unlock(&rf->ac_lock);
 	if (rs_ac_add_to_file(rf, ac)) {
-		error = ECONNREFUSED;	/* the file is full, like its backlog */
+		error = -ECONNREFUSED;	/* the file is full, like its backlog */
 		goto out_discard;
 	}
 	if (rs_ac_add_conn(ac))
 		goto out_discard;
+	error = -ECONNREFUSED;		/* a pin fails if the file is closing */
 	kref_get(&qp->ref);
 	if (rs_ac_pin(ac, qp, RS_CTRL_ACCEPT)) {
 		rs_qp_put(qp);
@@ -978,8 +1076,7 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 		rs_ac_abort(ac);
 		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);
-		error = ECONNREFUSED;
-		goto out_put_l;
+		return -ECONNREFUSED;
 	}
 	kref_get(&ac->ref);		/* the backlog's */
 	list_add_tail(&ac->backlog_node, &l->backlog);
@@ -988,17 +1085,38 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 	wake_up_all(&l->wait);
 	trace_rdmashare_ac_open(ac);
 	rs_ac_put(ac);
-	rs_ac_put(l);
-	return;
+	return 0;
 
 out_discard:
 	rs_ac_discard(ac);
 out_put_ac:
 	rs_ac_put(ac);
-out_put_l:
-	rs_ac_put(l);
-reject:
-	rs_qp_stray(qp, m->src_conn, 0, error);
+	return error;
+}
+
+/*
+ * A peer's CONNECT.  What it makes this host allocate is charged to the
+ * memory cgroup of the listener's file, as if its owner had allocated it.
+ */
+static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
+{
+	int error = -ECONNREFUSED;
+	struct mem_cgroup *old;
+	struct rs_ac *l;
+
+	xa_lock(&rs_ports);
+	l = xa_load(&rs_ports, m->conn.port);
+	if (l)
+		kref_get(&l->ref);
+	xa_unlock(&rs_ports);
+	if (l) {
+		old = set_active_memcg(l->rf->memcg);
+		error = rs_recv_connect_to(qp, m, l);
+		set_active_memcg(old);
+		rs_ac_put(l);
+	}
+	if (error)
+		rs_qp_stray(qp, m->src_conn, 0, -error);
 }
 
 /*
@@ -1118,7 +1236,7 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		break;
 	case RS_MSG_REJECT:
 		if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
-			rs_ac_do_close(ac, -(int)m->error, false);
+			rs_ac_do_close(ac, rs_proto_reject_errno(m->error), false);
 		break;
 	case RS_MSG_DATA:
 		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
@@ -1308,6 +1426,23 @@ int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
 	spin_unlock_irq(&rf->rx_lock);
 	rs_ac_put(ac);
 	return 0;
+}
+
+/*
+ * For root's debugfs listing: every listening port with its owner (the
+ * user and the process that opened the file) and its backlog.
+ */
+void rs_listeners_show(struct seq_file *m)
+{
+	unsigned long port;
+	struct rs_ac *l;
+
+	xa_lock(&rs_ports);
+	xa_for_each(&rs_ports, port, l)
+		seq_printf(m, "port %lu uid %u pid %d comm %s ac %u backlog %u/%u\n",
+			   port, rs_user_uid(l->rf->owner), l->rf->tgid, l->rf->comm, l->fid,
+			   READ_ONCE(l->backlog_len), l->backlog_max);
+	xa_unlock(&rs_ports);
 }
 
 /* The last close of the file: every AC closes, the memory goes when the

@@ -10,10 +10,12 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nsproxy.h>
 #include <linux/nospec.h>
 #include <linux/poll.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <net/net_namespace.h>
 #include <uapi/linux/rdmashare.h>
 
 #include "rdmashare.h"
@@ -158,6 +160,12 @@ static int rs_open(struct inode *inode, struct file *filp)
 	struct rs_file *rf;
 	int ret;
 
+	/*
+	 * Peers, ports and rdma_cm ids are the initial network namespace's:
+	 * a process in another one (a container) must not reach them.
+	 */
+	if (current->nsproxy->net_ns != &init_net)
+		return -EOPNOTSUPP;
 	ret = nonseekable_open(inode, filp);
 	if (ret)
 		return ret;

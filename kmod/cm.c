@@ -29,6 +29,7 @@
 #include <linux/in6.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <net/sock.h>
 
 #include <rdma/ib_cm.h>
 
@@ -61,8 +62,12 @@ static void rs_qp_release(struct kref *ref)
 {
 	struct rs_qp *qp = container_of(ref, struct rs_qp, ref);
 	struct rs_peer *peer = qp->peer;
+	struct rs_reject *rej, *tmp;
 
 	WARN_ON(qp->qp || qp->cq);
+	/* Answers owed to a peer that is gone. */
+	list_for_each_entry_safe(rej, tmp, &qp->rejects, node)
+		kfree(rej);
 	kfree(qp);
 	rs_peer_put(peer);
 }
@@ -73,6 +78,7 @@ void rs_qp_put(struct rs_qp *qp)
 }
 
 static void rs_qp_down_work(struct work_struct *work);
+static void rs_qp_connect_work(struct work_struct *work);
 
 /*
  * A QP that carries ACs sends a KEEPALIVE every rs_keepalive_ms: RC retries
@@ -260,6 +266,7 @@ static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 	INIT_LIST_HEAD(&qp->peer_node);
 	INIT_WORK(&qp->send_work, rs_sender_work);
 	INIT_WORK(&qp->down_work, rs_qp_down_work);
+	INIT_WORK(&qp->connect_work, rs_qp_connect_work);
 	INIT_DELAYED_WORK(&qp->keepalive, rs_qp_keepalive);
 	INIT_DELAYED_WORK(&qp->idle_work, rs_qp_idle);
 	atomic_set(&qp->nr_waiters, 0);
@@ -328,8 +335,12 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	struct ib_qp_init_attr attr = {};
 	int ret;
 
+	/* rs_ib_remove() sets removing under the same lock, then takes the
+	 * device's QPs down: a QP created before is among them.
+	 */
+	lockdep_assert_held(&rs_peers_lock);
 	qp->rdev = rs_device_get_by_ibdev(ibdev);
-	if (!qp->rdev || !qp->rdev->srq)
+	if (!qp->rdev || !qp->rdev->srq || qp->rdev->removing)
 		return -ENODEV;
 
 	qp->send_depth = min_t(u32, READ_ONCE(rs_send_depth), ibdev->attrs.max_qp_wr - 1);
@@ -417,9 +428,12 @@ static void rs_qp_down_work(struct work_struct *work)
 	struct rs_ac *ac;
 
 	/*
-	 * The state is DOWN: once a handler running now has finished, no
-	 * handler creates verbs resources any more.
+	 * The state is DOWN: the connect work has not started, and will not,
+	 * or it has finished with the cm_id; once a handler running now has
+	 * finished, no handler creates verbs resources any more.
 	 */
+	if (cancel_work_sync(&qp->connect_work))
+		rs_qp_put(qp);		/* the connect work's */
 	if (qp->cm_id) {
 		rdma_lock_handler(qp->cm_id);
 		rdma_unlock_handler(qp->cm_id);
@@ -454,14 +468,16 @@ static void rs_qp_down_work(struct work_struct *work)
 	mutex_unlock(&rs_peers_lock);
 
 	/*
-	 * Every posted send completes (flushed) and drops its references; every
-	 * receive completion queued before it has been handled.
+	 * The sender stops first (the state is DOWN: nothing queues it again),
+	 * so that nothing is posted after the drain.  Then every posted send
+	 * completes (flushed) and drops its references; every receive
+	 * completion queued before it has been handled.
 	 */
-	if (qp->qp)
-		ib_drain_sq(qp->qp);
+	cancel_work_sync(&qp->send_work);
 	cancel_delayed_work_sync(&qp->keepalive);
 	cancel_delayed_work_sync(&qp->idle_work);
-	cancel_work_sync(&qp->send_work);
+	if (qp->qp)
+		ib_drain_sq(qp->qp);
 
 	if (qp->qp) {
 		ib_destroy_qp(qp->qp);
@@ -471,9 +487,10 @@ static void rs_qp_down_work(struct work_struct *work)
 	if (qp->cm_id)
 		rdma_destroy_id(qp->cm_id);
 	qp->cm_id = NULL;
+	/* The CQ goes first: no completion can use a TX buffer after that. */
 	if (qp->cq) {
-		rs_qp_tx_free(qp);
 		ib_free_cq(qp->cq);
+		rs_qp_tx_free(qp);
 	}
 	qp->cq = NULL;
 
@@ -485,6 +502,7 @@ static void rs_qp_down_work(struct work_struct *work)
 static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	const struct rs_cm_priv *priv = ev->param.conn.private_data;
+	struct sockaddr *src = (struct sockaddr *)&id->route.addr.dst_addr;
 	struct rdma_conn_param param = {};
 	struct rs_peer *peer;
 	struct rs_qp *qp;
@@ -496,11 +514,26 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 		return 1;
 	}
+	/* Only a peer's rdmashare: see rs_cm_bind_secure(). */
+	if (rs_addr_port(src) >= PROT_SOCK) {
+		pr_warn_ratelimited("rejected %pISc: port %u is not a privileged one\n",
+				    src, rs_addr_port(src));
+		atomic_long_inc(&rs_refused_peers);
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		return 1;
+	}
 
 	mutex_lock(&rs_peers_lock);
-	peer = rs_peer_get((struct sockaddr *)&id->route.addr.dst_addr);
+	peer = rs_peer_get(src);
 	if (!peer) {
 		mutex_unlock(&rs_peers_lock);
+		goto reject;
+	}
+	if (rs_qps_capped(peer)) {
+		pr_warn_ratelimited("rejected %pISc: QP limit reached\n", src);
+		atomic_long_inc(&rs_refused_peers);
+		mutex_unlock(&rs_peers_lock);
+		rs_peer_put(peer);
 		goto reject;
 	}
 	qp = rs_qp_alloc(peer, false);
@@ -593,7 +626,9 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (READ_ONCE(qp->state) == RS_QP_DOWN)
 			break;
+		mutex_lock(&rs_peers_lock);
 		ret = rs_qp_create_ib(qp);
+		mutex_unlock(&rs_peers_lock);
 		if (!ret) {
 			param.private_data = &priv;
 			param.private_data_len = sizeof(priv);
@@ -674,9 +709,101 @@ static struct rs_qp *rs_qp_choose(struct rs_peer *peer)
 			best_load = load;
 		}
 	}
-	if (n < want && best_load)
+	if (n < want && best_load && !rs_qps_capped(peer))
 		return NULL;
 	return best;
+}
+
+/*
+ * Peer authentication (Documentation/design.rst, "Security").  A CONNECT
+ * REQUEST is accepted only from a privileged port (below PROT_SOCK), which
+ * only a process with CAP_NET_BIND_SERVICE can bind, as NFS's "secure
+ * ports": what connects is the peer's rdmashare (or its root), never a user
+ * process.  An active QP's cm_id is therefore bound to one, from the connect
+ * work (a kernel thread has the capability whoever's CONNECT started it).
+ * With SO_REUSEADDR semantics among rdmashare's ids, so that every QP need
+ * not have a port of its own; the ports are still spread over the range,
+ * and one that another privileged process holds is skipped.
+ */
+#define RS_SECURE_PORT_MIN	665
+#define RS_SECURE_PORT_MAX	(PROT_SOCK - 1)
+
+static atomic_t rs_next_port = ATOMIC_INIT(0);
+atomic_long_t rs_refused_peers = ATOMIC_LONG_INIT(0);
+atomic_t rs_nr_qps = ATOMIC_INIT(0);
+
+u16 rs_addr_port(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+static void rs_addr_set_port(struct sockaddr_storage *ss, u16 port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+}
+
+static int rs_cm_bind_secure(struct rdma_cm_id *id, sa_family_t family)
+{
+	const u32 n = RS_SECURE_PORT_MAX - RS_SECURE_PORT_MIN + 1;
+	struct sockaddr_storage any = { .ss_family = family };
+	u32 i, first;
+	int ret;
+
+	ret = rdma_set_reuseaddr(id, 1);
+	if (ret)
+		return ret;
+	first = (u32)atomic_inc_return(&rs_next_port);
+	for (i = 0; i < n; i++) {
+		rs_addr_set_port(&any, RS_SECURE_PORT_MIN + (first + i) % n);
+		ret = rdma_bind_addr(id, (struct sockaddr *)&any);
+		if (ret != -EADDRINUSE && ret != -EADDRNOTAVAIL)
+			return ret;
+	}
+	return ret;
+}
+
+/*
+ * Called with rs_peers_lock held: @peer has as many QPs as it may have, or
+ * the host has (rs_max_qps_per_peer, rs_max_qps).  QPs going down count
+ * until they are gone.
+ */
+bool rs_qps_capped(struct rs_peer *peer)
+{
+	lockdep_assert_held(&rs_peers_lock);
+	return atomic_read(&peer->nr_qps) >= READ_ONCE(rs_max_qps_per_peer) ||
+	       atomic_read(&rs_nr_qps) >= READ_ONCE(rs_max_qps);
+}
+
+/*
+ * An active QP's first step, bind and address resolution, off the caller's
+ * CONNECT: the down work cancels it (or waits for it) before it destroys the
+ * cm_id, so that no setup call runs on a cm_id being destroyed.
+ */
+static void rs_qp_connect_work(struct work_struct *work)
+{
+	struct rs_qp *qp = container_of(work, struct rs_qp, connect_work);
+	struct sockaddr_storage dst;
+	int ret;
+
+	if (READ_ONCE(qp->state) == RS_QP_DOWN)
+		goto out_put;
+	memcpy(&dst, &qp->peer->addr, sizeof(dst));
+	rs_addr_set_port(&dst, rs_cm_port);
+	ret = rs_cm_bind_secure(qp->cm_id, dst.ss_family);
+	if (!ret)
+		ret = rdma_resolve_addr(qp->cm_id, NULL, (struct sockaddr *)&dst,
+					RS_CM_TIMEOUT_MS);
+	if (ret) {
+		pr_warn_ratelimited("cannot connect to %pISc: %d\n", &dst, ret);
+		rs_qp_down(qp, ret);
+	}
+out_put:
+	rs_qp_put(qp);
 }
 
 /*
@@ -686,8 +813,8 @@ static struct rs_qp *rs_qp_choose(struct rs_peer *peer)
  */
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 {
-	struct sockaddr_storage dst;
 	struct rs_qp *qp;
+	bool down;
 	long left;
 	int ret;
 
@@ -700,6 +827,9 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 		goto wait;
 	}
 
+	ret = -ENOBUFS;
+	if (rs_qps_capped(peer))
+		goto out_unlock;
 	ret = -ENOMEM;
 	qp = rs_qp_alloc(peer, true);
 	if (!qp)
@@ -715,16 +845,9 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 	kref_get(&qp->ref);		/* the peer list's; the first is ours */
 	atomic_inc(&qp->nr_waiters);
 	rs_peer_add_qp(peer, qp);
+	kref_get(&qp->ref);		/* the connect work's */
+	queue_work(rs_wq, &qp->connect_work);
 	mutex_unlock(&rs_peers_lock);
-
-	memcpy(&dst, &peer->addr, sizeof(dst));
-	if (dst.ss_family == AF_INET)
-		((struct sockaddr_in *)&dst)->sin_port = htons(rs_cm_port);
-	else
-		((struct sockaddr_in6 *)&dst)->sin6_port = htons(rs_cm_port);
-	ret = rdma_resolve_addr(qp->cm_id, NULL, (struct sockaddr *)&dst, RS_CM_TIMEOUT_MS);
-	if (ret)
-		rs_qp_down(qp, ret);
 
 wait:
 	left = wait_event_interruptible_timeout(qp->wait, qp->state != RS_QP_CONNECTING,
@@ -734,12 +857,19 @@ wait:
 	if (left < 0) {
 		*err = -EINTR;
 	} else if (!left) {
+		*err = -ETIMEDOUT;
 		/*
 		 * rdma_cm may retry a REQ to a silent peer for minutes: give
-		 * up on this QP so that the next CONNECT starts afresh.
+		 * up on this QP so that the next CONNECT starts afresh, unless
+		 * other CONNECTs still wait for it (theirs may be longer).
 		 */
-		*err = -ETIMEDOUT;
-		rs_qp_down(qp, -ETIMEDOUT);
+		mutex_lock(&rs_peers_lock);
+		spin_lock_irq(&qp->lock);
+		down = qp->state == RS_QP_CONNECTING && atomic_read(&qp->nr_waiters) == 1;
+		spin_unlock_irq(&qp->lock);
+		if (down)
+			rs_qp_down(qp, -ETIMEDOUT);
+		mutex_unlock(&rs_peers_lock);
 	} else {
 		*err = qp->error ?: -ECONNRESET;
 	}
@@ -768,28 +898,34 @@ void rs_qps_down_device(struct rs_device *rdev)
 
 int rs_cm_init(void)
 {
-	struct sockaddr_in6 any = {
-		.sin6_family = AF_INET6,
-		.sin6_addr = IN6ADDR_ANY_INIT,
-	};
-	int ret;
-
 	if (!rs_cm_port || rs_cm_port > 65535) {
 		pr_err("cm_port=%u: not a port\n", rs_cm_port);
 		return -EINVAL;
 	}
-	any.sin6_port = htons(rs_cm_port);
-
 	rs_wq = alloc_workqueue("rdmashare", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
 	if (!rs_wq)
 		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Listen for peers, once the devices are known; rs_cm_unlisten() stops
+ * before they are released, so that no CONNECT REQUEST creates a QP on a
+ * device being removed at module exit.
+ */
+int rs_cm_listen(void)
+{
+	struct sockaddr_in6 any = {
+		.sin6_family = AF_INET6,
+		.sin6_addr = IN6ADDR_ANY_INIT,
+		.sin6_port = htons(rs_cm_port),
+	};
+	int ret;
 
 	rs_listen_id = rdma_create_id(&init_net, rs_cm_handler, NULL, RDMA_PS_TCP,
 				      IB_QPT_RC);
-	if (IS_ERR(rs_listen_id)) {
-		ret = PTR_ERR(rs_listen_id);
-		goto out_destroy_wq;
-	}
+	if (IS_ERR(rs_listen_id))
+		return PTR_ERR(rs_listen_id);
 	ret = rdma_set_afonly(rs_listen_id, 0);
 	if (ret)
 		goto out_destroy_id;
@@ -805,15 +941,18 @@ int rs_cm_init(void)
 
 out_destroy_id:
 	rdma_destroy_id(rs_listen_id);
-out_destroy_wq:
-	destroy_workqueue(rs_wq);
 	return ret;
+}
+
+/* No new peers: the listener's handlers have finished when this returns. */
+void rs_cm_unlisten(void)
+{
+	rdma_destroy_id(rs_listen_id);
 }
 
 /* Module exit: every file is closed; take down the idle QPs left. */
 void rs_cm_exit(void)
 {
-	rdma_destroy_id(rs_listen_id);
 	rs_peers_down(NULL);
 	flush_workqueue(rs_wq);
 	destroy_workqueue(rs_wq);

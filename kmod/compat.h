@@ -20,4 +20,13 @@ static inline void rs_vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flag
 #endif
 }
 
+static inline void rs_vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+#ifdef RS_HAVE_VM_FLAGS_CLEAR
+	vm_flags_set(vma, flags);
+#else
+	vma->vm_flags |= flags;
+#endif
+}
+
 #endif /* _RDMASHARE_COMPAT_H */

@@ -3,8 +3,10 @@
  * rdmashare: debugfs, for root.
  *
  *   /sys/kernel/debug/rdmashare/peers/<addr>
+ *   /sys/kernel/debug/rdmashare/listeners
  *
- * One file per peer: its shared QPs and, for each, the ACs pinned to it
+ * listeners: a line per listening port, with the user and process that own
+ * it and its backlog.  peers: one file per peer: its shared QPs and, for each, the ACs pinned to it
  * with their owner, state and send side (weight, band, credits, queued
  * bytes, the scheduler's deficit) and counters.  A snapshot per QP, under
  * that QP's lock; the format is for people and may change.
@@ -106,10 +108,19 @@ void rs_debugfs_del_peer(struct rs_peer *peer)
 	peer->debugfs = NULL;
 }
 
+static int rs_debugfs_listeners_show(struct seq_file *m, void *v)
+{
+	rs_listeners_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(rs_debugfs_listeners);
+
 void rs_debugfs_init(void)
 {
 	rs_debugfs_root = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	rs_debugfs_peers = debugfs_create_dir("peers", rs_debugfs_root);
+	debugfs_create_file("listeners", 0400, rs_debugfs_root, NULL,
+			    &rs_debugfs_listeners_fops);
 }
 
 void rs_debugfs_exit(void)

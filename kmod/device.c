@@ -92,9 +92,11 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 				   DMA_FROM_DEVICE);
 	ret = rs_proto_decode(rx->buf, wc->byte_len, rdev->rx_buf_size - RS_HDR_LEN, &m);
 	if (ret) {
-		pr_warn_ratelimited("%s: dropped a malformed message: %d\n",
-				    dev_name(&rdev->ibdev->dev), ret);
+		/* A broken or hostile peer: it loses its QP, nobody else. */
+		pr_warn_ratelimited("%s: QP %u: malformed message: %d\n",
+				    dev_name(&rdev->ibdev->dev), qp->qp_num, ret);
 		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -EPROTO);
 	} else {
 		rs_qp_count_msg(qp, &m, true);
 		rs_ac_recv(qp, &m, rx->buf + RS_HDR_LEN);
@@ -260,7 +262,13 @@ static void rs_ib_remove(struct ib_device *ibdev, void *client_data)
 	mutex_unlock(&rs_devices_lock);
 
 	pr_info("%s: removed\n", dev_name(&ibdev->dev));
-	/* Every QP on the device, with its ACs, goes first. */
+	/*
+	 * No new QP on the device from now on (rs_qp_create_ib()); then every
+	 * QP on it, with its ACs, goes.
+	 */
+	mutex_lock(&rs_peers_lock);
+	rdev->removing = true;
+	mutex_unlock(&rs_peers_lock);
 	rs_qps_down_device(rdev);
 	rs_sysfs_del_device(rdev);
 	rs_srq_destroy(rdev);

@@ -40,9 +40,15 @@ static int __init rs_init(void)
 	if (ret)
 		goto out_cm_exit;
 
+	ret = rs_cm_listen();
+	if (ret)
+		goto out_ib_exit;
+
 	pr_info("loaded, ABI version %d\n", RDMASHARE_ABI_VERSION);
 	return 0;
 
+out_ib_exit:
+	rs_ib_exit();
 out_cm_exit:
 	rs_cm_exit();
 out_debugfs_exit:
@@ -55,6 +61,7 @@ out_chardev_exit:
 
 static void __exit rs_exit(void)
 {
+	rs_cm_unlisten();
 	rs_ib_exit();
 	rs_cm_exit();
 	rs_debugfs_exit();

@@ -64,6 +64,7 @@ void rs_peer_add_qp(struct rs_peer *peer, struct rs_qp *qp)
 	list_add_tail(&qp->peer_node, &peer->qps);
 	mutex_unlock(&peer->qps_lock);
 	atomic_inc(&peer->nr_qps);
+	atomic_inc(&rs_nr_qps);
 }
 
 /* Called with rs_peers_lock held: @qp leaves them; false if it was not there. */
@@ -76,8 +77,10 @@ bool rs_peer_del_qp(struct rs_peer *peer, struct rs_qp *qp)
 	listed = !list_empty(&qp->peer_node);
 	list_del_init(&qp->peer_node);
 	mutex_unlock(&peer->qps_lock);
-	if (listed)
+	if (listed) {
 		atomic_dec(&peer->nr_qps);
+		atomic_dec(&rs_nr_qps);
+	}
 	return listed;
 }
 

@@ -245,3 +245,21 @@ int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
 	return rs_proto_check(m, max_chunk);
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_decode);
+
+/*
+ * The errno a REJECT from the peer gives the CONNECT: only the ones a peer's
+ * rdmashare sends (ECONNREFUSED: no listener, a full backlog or file;
+ * ENOBUFS: no receive slot or CQ room); anything else, which only a broken
+ * or hostile peer sends, reads as ECONNREFUSED.  Never a value user space
+ * must not see, such as the kernel-internal ERESTARTSYS.  Negative.
+ */
+int rs_proto_reject_errno(u32 error)
+{
+	switch (error) {
+	case ENOBUFS:
+		return -ENOBUFS;
+	default:
+		return -ECONNREFUSED;
+	}
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_reject_errno);

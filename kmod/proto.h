@@ -92,5 +92,6 @@ int rs_proto_payload_len(u8 type, u32 data_len);
 int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len);
 int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
 		    struct rs_proto_msg *m);
+int rs_proto_reject_errno(u32 error);
 
 #endif /* _RDMASHARE_PROTO_H */

@@ -17,6 +17,7 @@
 #include <uapi/linux/rdmashare.h>
 
 #include "actable.h"
+#include "area.h"
 #include "stats.h"
 
 struct ib_device;
@@ -35,6 +36,8 @@ struct rs_rx_buf;
  * @srq_size: receive buffers
  * @rx_buf_size: bytes per receive buffer: a header and the largest chunk
  * @nr_qps: QPs holding verbs resources on the device
+ * @removing: rs_ib_remove() runs: no new QP on the device; set and read
+ *	under rs_peers_lock
  */
 struct rs_device {
 	struct ib_device *ibdev;
@@ -49,6 +52,7 @@ struct rs_device {
 	atomic_t nr_qps;
 	atomic_t nr_acs;
 	atomic_t rx_posted;
+	bool removing;
 	struct rs_stats stats;
 };
 
@@ -86,11 +90,11 @@ struct rs_rings {
  * struct rs_file - an open /dev/rdmashare
  * @setup_lock: serialises RDMASHARE_IOC_SETUP
  * @ready: set (release) once the rings exist; they never change after
- * @rings: ring control words, then @sqes and @cqes (vmalloc_user)
+ * @rings: ring control words, then @sqes and @cqes (@rings_area)
  * @rings_size: bytes of @rings, page aligned
  * @sqes: the SQ entries
  * @cqes: the CQ entries
- * @data: the data area (vmalloc_user)
+ * @data: the data area (@data_area)
  * @data_size: bytes of @data, page aligned
  * @sq_entries: SQ size, a power of two (the kernel's copy)
  * @cq_entries: CQ size, a power of two (the kernel's copy)
@@ -100,8 +104,18 @@ struct rs_rings {
  * @cq_tail: the kernel's CQ tail, published to @rings->cq.tail
  * @cq_reserved: completions promised to consumed work but not yet posted
  * @cq_wait: woken when a completion is posted
+ * @rings_area: the pages of @rings, charged to the memory cgroup of SETUP's
+ *	caller
+ * @data_area: the pages of @data, likewise
  * @user: the user charged for @rings and @data (RLIMIT_MEMLOCK)
  * @acct_pages: pages charged to @user
+ * @mm_account: the process whose pinned_vm counts them (mmgrab()ed)
+ * @pinned_pages: pages added to its pinned_vm
+ * @owner: the user who opened the file: its ACs and listeners count against
+ *	the per-user limits
+ * @memcg: the memory cgroup of the process that opened the file (a
+ *	reference): what the kernel allocates for the file outside its
+ *	system calls (ACs a peer connects) is charged there
  * @ref: the file and each of its ACs hold one
  * @ac_lock: AC table changes and listener backlogs
  * @acs: the file's ACs by file-local id (additions under @ac_lock)
@@ -133,8 +147,14 @@ struct rs_file {
 	u32 cq_reserved;
 	wait_queue_head_t cq_wait;
 
+	struct rs_area rings_area;
+	struct rs_area data_area;
 	struct user_struct *user;
 	unsigned long acct_pages;
+	struct mm_struct *mm_account;
+	unsigned long pinned_pages;
+	struct rs_user *owner;
+	struct mem_cgroup *memcg;
 
 	pid_t tgid;			/* who opened it, for debugfs */
 	char comm[TASK_COMM_LEN];
@@ -191,12 +211,26 @@ extern unsigned int rs_cq_depth;
 extern unsigned int rs_keepalive_ms;
 extern unsigned int rs_connect_timeout_ms;
 extern unsigned int rs_backlog_max;
+extern unsigned int rs_max_qps_per_peer;
+extern unsigned int rs_max_qps;
+extern unsigned int rs_max_listeners_per_user;
+extern unsigned int rs_max_acs_per_user;
 void rs_tunables_init(void);
 extern unsigned int rs_sched_latency_quantum;
 extern bool rs_sched_flat;
 void rs_peers_idle_changed(void);	/* peer.c */
 void rs_peers_keepalive_changed(void);	/* peer.c */
 void rs_qps_sched_changed(void);	/* peer.c */
+
+/* user.c: what each local user holds, against the per-user limits */
+struct rs_user;
+struct rs_user *rs_user_get(kuid_t uid);
+void rs_user_put(struct rs_user *u);
+bool rs_user_charge_ac(struct rs_user *u);
+void rs_user_uncharge_ac(struct rs_user *u);
+bool rs_user_charge_listener(struct rs_user *u);
+void rs_user_uncharge_listener(struct rs_user *u);
+u32 rs_user_uid(const struct rs_user *u);
 
 /* rings.c: the per-file rings and data area */
 void rs_rings_init(struct rs_file *rf);

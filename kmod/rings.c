@@ -21,10 +21,12 @@
 #include <linux/nospec.h>
 #include <linux/overflow.h>
 #include <linux/poll.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/user.h>
 #include <linux/vmalloc.h>
 
+#include "area.h"
 #include "compat.h"
 #include "rdmashare.h"
 #include "ring.h"
@@ -39,21 +41,31 @@ void rs_rings_init(struct rs_file *rf)
 	init_waitqueue_head(&rf->cq_wait);
 }
 
-/* Charge @pages to the file's user against RLIMIT_MEMLOCK, as io_uring does. */
+/*
+ * Charge @pages to the file's user against RLIMIT_MEMLOCK, and to the
+ * process's pinned_vm, as io_uring does for its rings and registered
+ * buffers: the pages stay resident for the file's life.
+ */
 static int rs_account_mem(struct rs_file *rf, unsigned long pages)
 {
 	struct user_struct *user = rf->user;
 	unsigned long limit, cur, new;
 
-	if (capable(CAP_IPC_LOCK))
-		return 0;
-	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-	cur = atomic_long_read(&user->locked_vm);
-	do {
-		if (check_add_overflow(cur, pages, &new) || new > limit)
-			return -ENOMEM;
-	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
-	rf->acct_pages = pages;
+	if (!capable(CAP_IPC_LOCK)) {
+		limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+		cur = atomic_long_read(&user->locked_vm);
+		do {
+			if (check_add_overflow(cur, pages, &new) || new > limit)
+				return -ENOMEM;
+		} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+		rf->acct_pages = pages;
+	}
+	if (current->mm) {
+		mmgrab(current->mm);
+		rf->mm_account = current->mm;
+		atomic64_add(pages, &rf->mm_account->pinned_vm);
+		rf->pinned_pages = pages;
+	}
 	return 0;
 }
 
@@ -63,11 +75,17 @@ void rs_rings_free(struct rs_file *rf)
 	kvfree(rf->rx_free);
 	rf->slots = NULL;
 	rf->rx_free = NULL;
-	vfree(rf->data);
-	vfree(rf->rings);
+	rs_area_free(&rf->data_area);
+	rs_area_free(&rf->rings_area);
 	if (rf->user) {
 		atomic_long_sub(rf->acct_pages, &rf->user->locked_vm);
 		free_uid(rf->user);
+	}
+	if (rf->mm_account) {
+		atomic64_sub(rf->pinned_pages, &rf->mm_account->pinned_vm);
+		mmdrop(rf->mm_account);
+		rf->mm_account = NULL;
+		rf->pinned_pages = 0;
 	}
 	rf->data = NULL;
 	rf->rings = NULL;
@@ -125,9 +143,10 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	if (cq_entries < sq_entries + rx_slots || cq_entries > RS_RING_ENTRIES_MAX)
 		return -EINVAL;
 
-	data_size = p->data_size ?: rs_data_size_default;
-	if (data_size > READ_ONCE(rs_data_size_max))
+	/* Checked as the u64 it is: size_t may be narrower. */
+	if (p->data_size > READ_ONCE(rs_data_size_max))
 		return -EINVAL;
+	data_size = p->data_size ?: rs_data_size_default;
 	data_size = PAGE_ALIGN(data_size);
 	map_size = data_size + PAGE_ALIGN((size_t)rx_slots * rs_chunk_size);
 
@@ -147,15 +166,17 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	if (ret)
 		goto out_free;
 
+	ret = rs_area_alloc(&rf->rings_area, rings_size);
+	if (ret)
+		goto out_free;
+	rf->rings = rf->rings_area.vaddr;
+	ret = rs_area_alloc(&rf->data_area, map_size);
+	if (ret)
+		goto out_free;
+	rf->data = rf->data_area.vaddr;
 	ret = -ENOMEM;
-	rf->rings = vmalloc_user(rings_size);
-	if (!rf->rings)
-		goto out_free;
-	rf->data = vmalloc_user(map_size);
-	if (!rf->data)
-		goto out_free;
-	rf->slots = kvcalloc(rx_slots, sizeof(*rf->slots), GFP_KERNEL);
-	rf->rx_free = kvcalloc(rx_slots, sizeof(*rf->rx_free), GFP_KERNEL);
+	rf->slots = kvcalloc(rx_slots, sizeof(*rf->slots), GFP_KERNEL_ACCOUNT);
+	rf->rx_free = kvcalloc(rx_slots, sizeof(*rf->rx_free), GFP_KERNEL_ACCOUNT);
 	if (!rf->slots || !rf->rx_free)
 		goto out_free;
 	for (i = 0; i < rx_slots; i++)
@@ -215,8 +236,7 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
 	unsigned long pgoff = vma->vm_pgoff;
-	size_t region_size;
-	void *region;
+	struct rs_area *region;
 
 	/* Pairs with rs_rings_setup(): the regions are complete once ready. */
 	if (!smp_load_acquire(&rf->ready))
@@ -227,19 +247,17 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 		return -EPERM;
 
 	if (pgoff >= RS_OFF_DATA_PGOFF) {
-		region = rf->data;
-		region_size = rf->map_size;
+		region = &rf->data_area;
 		pgoff -= RS_OFF_DATA_PGOFF;
 	} else {
-		region = rf->rings;
-		region_size = rf->rings_size;
+		region = &rf->rings_area;
 	}
-	if (pgoff >= region_size >> PAGE_SHIFT ||
-	    len > region_size - (pgoff << PAGE_SHIFT))
+	if (pgoff >= region->nr_pages ||
+	    len > (region->nr_pages - pgoff) << PAGE_SHIFT)
 		return -EINVAL;
 
 	rs_vm_flags_clear(vma, VM_MAYEXEC);
-	return remap_vmalloc_range(vma, region, pgoff);
+	return rs_area_mmap(region, vma, pgoff);
 }
 
 /*

@@ -72,11 +72,19 @@ void rs_qp_tx_free(struct rs_qp *qp)
 	qp->nr_tx_free = 0;
 }
 
-/* Something may be sendable: run the sender (if the QP is up). */
+/*
+ * Something may be sendable: run the sender (if the QP is up).  The state is
+ * read under the QP's lock, which rs_qp_down() takes to mark the QP down:
+ * once the teardown cancelled the sender, no kick queues it again.
+ */
 void rs_qp_kick(struct rs_qp *qp)
 {
-	if (READ_ONCE(qp->state) == RS_QP_UP)
+	unsigned long flags;
+
+	spin_lock_irqsave(&qp->lock, flags);
+	if (qp->state == RS_QP_UP)
 		queue_work(rs_wq, &qp->send_work);
+	spin_unlock_irqrestore(&qp->lock, flags);
 }
 
 static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -139,6 +147,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 	rej = list_first_entry_or_null(&qp->rejects, struct rs_reject, node);
 	if (rej) {
 		list_del(&rej->node);
+		qp->nr_rejects--;
 		p->m.dst_conn = rej->dst;
 		if (rej->src) {
 			p->m.type = RS_MSG_CLOSE;

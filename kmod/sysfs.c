@@ -29,8 +29,25 @@ static ssize_t abi_version_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(abi_version);
 
+/* CONNECT REQUESTs refused: not from a privileged port, or over a QP limit. */
+static ssize_t peers_refused_show(struct device *dev,
+				  struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", atomic_long_read(&rs_refused_peers));
+}
+static DEVICE_ATTR_RO(peers_refused);
+
+/* QPs to all peers (rdmashare's own, any state), against max_qps. */
+static ssize_t qps_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", atomic_read(&rs_nr_qps));
+}
+static DEVICE_ATTR_RO(qps);
+
 static struct attribute *rs_misc_attrs[] = {
 	&dev_attr_abi_version.attr,
+	&dev_attr_peers_refused.attr,
+	&dev_attr_qps.attr,
 	NULL,
 };
 

@@ -30,6 +30,7 @@
 
 struct rs_ac;
 struct rs_qp;
+struct seq_file;
 
 /* A receive buffer posted to a device's SRQ. */
 struct rs_rx_buf {
@@ -75,6 +76,8 @@ enum rs_qp_state {
  * @lock: the send side: scheduler, control queue, TX buffers, @acs
  * @sched: ACs with data and credits
  * @ctrl: ACs with a control message to send (rs_ac.ctrl_node)
+ * @rejects: REJECTs and CLOSEs owed to the peer for ACs this host lacks
+ *	(rs_reject.node); @nr_rejects of them, at most RS_MAX_REJECTS
  * @tx: TX buffers; @tx_free lists the free ones (a stack of indices)
  * @send_work: the sender, which alone posts sends on this QP
  * @keepalive: probes the peer while ACs use the QP, so that a peer that
@@ -82,6 +85,8 @@ enum rs_qp_state {
  *	waits for credits and nothing else is in flight
  * @ping_pending: a probe is to be sent
  * @down_work: fails the pinned ACs and tears the QP down
+ * @connect_work: an active QP's bind to a privileged port and address
+ *	resolution (reference held while queued)
  * @idle_work: takes the QP down once it had no AC for rs_idle_timeout_ms
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
  * @nr_acs: length of @acs
@@ -112,11 +117,13 @@ struct rs_qp {
 	struct rs_sched sched;
 	struct list_head ctrl;
 	struct list_head rejects;
+	u32 nr_rejects;
 	struct rs_tx *tx;
 	u32 *tx_free;
 	u32 nr_tx_free;
 	struct work_struct send_work;
 	struct work_struct down_work;
+	struct work_struct connect_work;
 	struct delayed_work keepalive;
 	bool ping_pending;
 	struct delayed_work idle_work;
@@ -344,7 +351,13 @@ static inline enum rs_sched_after rs_ac_sched_after(struct rs_ac *ac)
 	return list_empty(&ac->sendq) ? RS_SCHED_EMPTY : RS_SCHED_BLOCKED;
 }
 
-/* A REJECT (src 0) or CLOSE owed to a peer for an AC this host lacks. */
+/*
+ * A REJECT (src 0) or CLOSE owed to a peer for an AC this host lacks.  A
+ * peer that is owed more than RS_MAX_REJECTS of them (it sends CONNECTs
+ * faster than it takes the answers) loses its QP.
+ */
+#define RS_MAX_REJECTS	1024
+
 struct rs_reject {
 	struct list_head node;
 	u32 dst;
@@ -358,7 +371,13 @@ int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx);
 
 /* cm.c */
 extern unsigned int rs_cm_port;
+extern atomic_long_t rs_refused_peers;
+extern atomic_t rs_nr_qps;
+u16 rs_addr_port(const struct sockaddr *sa);
+bool rs_qps_capped(struct rs_peer *peer);
 int rs_cm_init(void);
+int rs_cm_listen(void);
+void rs_cm_unlisten(void);
 void rs_cm_exit(void);
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
 void rs_qp_put(struct rs_qp *qp);
@@ -398,6 +417,7 @@ void rs_ac_put(struct rs_ac *ac);
 void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 void rs_ac_qp_down(struct rs_ac *ac, int error);
 u32 rs_ac_take_credits(struct rs_ac *ac);
+void rs_listeners_show(struct seq_file *m);
 
 extern struct workqueue_struct *rs_wq;
 

@@ -48,6 +48,14 @@ unsigned int rs_keepalive_ms = 2000;
 unsigned int rs_connect_timeout_ms = 10000;
 /* The largest backlog a LISTEN may ask for. */
 unsigned int rs_backlog_max = 1024;
+/* QPs to one peer, either side's (passive ones past it are rejected). */
+unsigned int rs_max_qps_per_peer = 2 * RS_QPS_PER_PEER_MAX;
+/* QPs to all peers together. */
+unsigned int rs_max_qps = 4096;
+/* Ports one user may listen on, all files together. */
+unsigned int rs_max_listeners_per_user = 1024;
+/* ACs (of every kind) one user may hold, all files together. */
+unsigned int rs_max_acs_per_user = 65536;
 
 /* Defaults that depend on load-time parameters (rs_params_check()). */
 void rs_tunables_init(void)
@@ -161,6 +169,12 @@ RS_TUNABLE(keepalive_ms, rs_keepalive_ms, 0, 3600 * 1000, rs_peers_keepalive_cha
 /* Apply to CONNECTs and LISTENs after the write. */
 RS_TUNABLE(connect_timeout_ms, rs_connect_timeout_ms, 1, 3600 * 1000, NULL);
 RS_TUNABLE(max_backlog, rs_backlog_max, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
+/* Apply to QPs set up after the write; QPs over a lowered limit stay. */
+RS_TUNABLE(max_qps_per_peer, rs_max_qps_per_peer, 1, 1024, NULL);
+RS_TUNABLE(max_qps, rs_max_qps, 1, 1 << 20, NULL);
+/* Apply to LISTENs and new ACs after the write; what is held stays. */
+RS_TUNABLE(max_listeners_per_user, rs_max_listeners_per_user, 0, 65535, NULL);
+RS_TUNABLE(max_acs_per_user, rs_max_acs_per_user, 1, 1 << 24, NULL);
 /* Applies to QPs set up after the write. */
 RS_TUNABLE_CHECKED(cq_depth, rs_cq_depth, 0, RS_CQ_DEPTH_MAX, rs_cq_depth_ok, NULL);
 
@@ -201,6 +215,10 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_keepalive_ms.attr.attr,
 	&rs_tunable_connect_timeout_ms.attr.attr,
 	&rs_tunable_max_backlog.attr.attr,
+	&rs_tunable_max_qps_per_peer.attr.attr,
+	&rs_tunable_max_qps.attr.attr,
+	&rs_tunable_max_listeners_per_user.attr.attr,
+	&rs_tunable_max_acs_per_user.attr.attr,
 	NULL,
 };
 

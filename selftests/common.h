@@ -182,4 +182,25 @@ static inline struct rdmashare *rs_open_setup(size_t data, unsigned int slots)
 	return rs;
 }
 
+/*
+ * The raw CQ: the result of the OP completion with @user_data, reaping the
+ * completions before it; -1000 if none comes within 10 s.
+ */
+static inline int rs_op_result(struct rdmashare *rs, __u64 user_data)
+{
+	struct rdmashare_cqe *cqe;
+	int res;
+
+	for (;;) {
+		if (rdmashare_wait_cqe(rs, &cqe, 10000))
+			return -1000;
+		if (cqe->type == RDMASHARE_CQE_OP && cqe->user_data == user_data) {
+			res = cqe->res;
+			rdmashare_cqe_seen(rs, cqe);
+			return res;
+		}
+		rdmashare_cqe_seen(rs, cqe);
+	}
+}
+
 #endif

@@ -544,24 +544,6 @@ TEST(listener_closed_with_early_data)
 	rdmashare_close(s);
 }
 
-/* An OP completion with @user_data: its result, reaping the others. */
-static int op_result(struct rdmashare *rs, __u64 user_data)
-{
-	struct rdmashare_cqe *cqe;
-	int res;
-
-	for (;;) {
-		if (rdmashare_wait_cqe(rs, &cqe, 10000))
-			return -1000;
-		if (cqe->type == RDMASHARE_CQE_OP && cqe->user_data == user_data) {
-			res = cqe->res;
-			rdmashare_cqe_seen(rs, cqe);
-			return res;
-		}
-		rdmashare_cqe_seen(rs, cqe);
-	}
-}
-
 /*
  * The same on the raw rings: the backlog AC's RECV, then its CLOSED flagged
  * RDMASHARE_CQE_F_DISCARD (res -ECONNABORTED); once a new AC has its id,
@@ -614,7 +596,7 @@ TEST(listener_discard_raw)
 		rdmashare_cqe_seen(s, cqe);
 	}
 	ASSERT_NE(0, stale_ac);
-	ASSERT_EQ(0, op_result(s, 77));
+	ASSERT_EQ(0, rs_op_result(s, 77));
 	ASSERT_EQ(0, rdmashare_close_ac(c, cac));
 
 	/* The smallest free ids again: the listener's, then the stale AC's. */
@@ -637,7 +619,7 @@ TEST(listener_discard_raw)
 	sqe->addr = stale_addr;
 	sqe->user_data = 78;
 	ASSERT_LE(0, rdmashare_submit(s));
-	EXPECT_EQ(0, op_result(s, 78));
+	EXPECT_EQ(0, rs_op_result(s, 78));
 	ASSERT_EQ(0, rdmashare_ac_stats(s, a.ac, &after));
 	EXPECT_EQ(before.rx_slots, after.rx_slots);
 	rdmashare_close(c);

@@ -266,6 +266,54 @@ TEST_F(cli, get_set)
 }
 
 /* Unload the module (nothing may hold it), run the tool, load it again. */
+/*
+ * listeners: root sees every listening port with its owner: the fixture's
+ * (uid 0, this process) and one of nobody's (uid 65534, its pid); --json
+ * says the same; nobody cannot list.
+ */
+TEST_F_TIMEOUT(cli, listeners, 60)
+{
+	int ready[2], go[2], st;
+	char expr[512], line[128];
+	pid_t pid;
+
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rdmashare *rs;
+		char c;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		rs = rs_open_setup(1 << 16, 1);
+		if (!rs || rdmashare_listen(rs, PORT + 7, 3) <= 0)
+			_exit(11);
+		/* Not root: debugfs is closed to it. */
+		if (run("listeners", self->out, sizeof(self->out)) != 1)
+			_exit(12);
+		if (write(ready[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(13);
+		_exit(0);
+	}
+	close(ready[1]);
+	ASSERT_EQ(1, read(ready[0], line, 1));
+	ASSERT_EQ(0, run("listeners", self->out, sizeof(self->out)));
+	snprintf(line, sizeof(line), "%-6u %-8u %-8d ", PORT + 7, 65534, pid);
+	EXPECT_NE(NULL, strstr(self->out, line)) TH_LOG("%s", self->out);
+	snprintf(line, sizeof(line), "%-6u %-8u %-8d ", PORT, 0, getpid());
+	EXPECT_NE(NULL, strstr(self->out, line)) TH_LOG("%s", self->out);
+	ASSERT_EQ(0, run("--json listeners", self->out, sizeof(self->out)));
+	snprintf(expr, sizeof(expr),
+		 "[(l['uid'], l['pid'], l['backlog_max']) for l in d['listeners'] "
+		 "if l['port'] == %u] == [(65534, %d, 3)]", PORT + 7, pid);
+	EXPECT_EQ(0, json_check(self->out, expr)) TH_LOG("%s", self->out);
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) TH_LOG("child %d", st);
+}
+
 TEST(no_module)
 {
 	const char *ko = getenv("RS_MODULE");

@@ -194,11 +194,32 @@ static void proto_byte_order_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, buf[15], 0x04);
 }
 
+/*
+ * A peer's REJECT chooses the CONNECT's errno only among those rdmashare
+ * sends; the kernel-internal restart codes and anything else read as
+ * ECONNREFUSED.
+ */
+static void proto_reject_errno_test(struct kunit *test)
+{
+	static const u32 other[] = {
+		1, EINTR, EPERM, ETIMEDOUT, ECONNRESET, 512 /* ERESTARTSYS */,
+		513, 514, 516 /* ERESTART_RESTARTBLOCK */, MAX_ERRNO, MAX_ERRNO + 1, U32_MAX,
+	};
+	unsigned int i;
+
+	KUNIT_EXPECT_EQ(test, rs_proto_reject_errno(ECONNREFUSED), -ECONNREFUSED);
+	KUNIT_EXPECT_EQ(test, rs_proto_reject_errno(ENOBUFS), -ENOBUFS);
+	for (i = 0; i < ARRAY_SIZE(other); i++)
+		KUNIT_EXPECT_EQ_MSG(test, rs_proto_reject_errno(other[i]), -ECONNREFUSED,
+				    "error %u", other[i]);
+}
+
 static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE_PARAM(proto_roundtrip_test, good_msg_gen_params),
 	KUNIT_CASE_PARAM(proto_malformed_test, bad_gen_params),
 	KUNIT_CASE(proto_limits_test),
 	KUNIT_CASE(proto_byte_order_test),
+	KUNIT_CASE(proto_reject_errno_test),
 	{}
 };
 

@@ -209,7 +209,10 @@ enum {
  * RDMASHARE_CQE_F_HALF (res 0), it says that the peer did an
  * RDMASHARE_OP_SHUTDOWN: nothing more arrives, but the AC is still open for
  * SENDs, and what fails later shows in the completions of its operations.
- * Either way the application ends the AC with RDMASHARE_OP_CLOSE.
+ * Either way the application ends the AC with RDMASHARE_OP_CLOSE.  An AC
+ * whose application queued a CLOSE gets no CLOSED completion: the CLOSE's
+ * own completion (res -EPIPE if the peer closed first) ends it, and every
+ * CLOSE completion frees the id.
  *
  * An AC that a listener's backlog held when the listener closed was never
  * the application's; if it received chunks, they are in the CQ under its

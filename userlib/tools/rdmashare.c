@@ -7,10 +7,11 @@
  *                                      counters, or rates over SEC seconds
  *   rdmashare [--json] get [KEY]       tunables
  *   rdmashare set KEY VALUE            write a tunable, checked
+ *   rdmashare [--json] listeners       listening ports and their owners
  *
  * Everything comes from /sys/class/misc/rdmashare (the sysfs ABI in
  * Documentation/ABI/testing/sysfs-class-misc-rdmashare) and
- * RDMASHARE_IOC_QUERY.  Exit status: 0, 1 (the module refused a value or
+ * RDMASHARE_IOC_QUERY; the listeners from debugfs (root only).  Exit status: 0, 1 (the module refused a value or
  * a system error), 2 (usage, unknown key, module not loaded).
  */
 #include <dirent.h>
@@ -28,6 +29,7 @@
 #include "rdmashare.h"
 
 #define SYSFS	"/sys/class/misc/rdmashare"
+#define DEBUGFS_LISTENERS	"/sys/kernel/debug/rdmashare/listeners"
 #define MAX_OBJS	256
 #define MAX_NAME	256
 
@@ -511,6 +513,49 @@ static int cmd_set(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * Listening ports with the user and process that own them, from debugfs
+ * (root only: other users' processes are not everyone's business).
+ */
+static int cmd_listeners(void)
+{
+	unsigned int port, uid, ac, blog, bmax;
+	char line[512], comm[64];
+	int pid, n = 0;
+	FILE *f;
+
+	need_module();
+	f = fopen(DEBUGFS_LISTENERS, "r");
+	if (!f)
+		die(errno == ENOENT ? 2 : 1, "%s: %s%s", DEBUGFS_LISTENERS, strerror(errno),
+		    errno == EACCES ? " (root only)" :
+		    errno == ENOENT ? " (is debugfs mounted?)" : "");
+	if (json)
+		printf("{\"listeners\":[");
+	else
+		printf("%-6s %-8s %-8s %-16s %5s %s\n", "PORT", "UID", "PID", "COMM", "AC",
+		       "BACKLOG");
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "port %u uid %u pid %d comm %63s ac %u backlog %u/%u",
+			   &port, &uid, &pid, comm, &ac, &blog, &bmax) != 7)
+			continue;
+		if (json) {
+			printf("%s{\"port\":%u,\"uid\":%u,\"pid\":%d,\"comm\":", n ? "," : "",
+			       port, uid, pid);
+			json_str(comm);
+			printf(",\"ac\":%u,\"backlog\":%u,\"backlog_max\":%u}", ac, blog, bmax);
+		} else {
+			printf("%-6u %-8u %-8d %-16s %5u %u/%u\n", port, uid, pid, comm, ac,
+			       blog, bmax);
+		}
+		n++;
+	}
+	fclose(f);
+	if (json)
+		printf("]}\n");
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -518,6 +563,7 @@ static void usage(FILE *f)
 		"       rdmashare [--json] stats [-w SECONDS] [-c COUNT]\n"
 		"       rdmashare [--json] get [KEY]\n"
 		"       rdmashare set KEY VALUE\n"
+		"       rdmashare [--json] listeners\n"
 		"See rdmashare(8).\n");
 }
 
@@ -550,6 +596,8 @@ int main(int argc, char **argv)
 		return cmd_get(argc, argv);
 	if (!strcmp(argv[0], "set"))
 		return cmd_set(argc, argv);
+	if (!strcmp(argv[0], "listeners") && argc == 1)
+		return cmd_listeners();
 	usage(stderr);
 	return 2;
 }

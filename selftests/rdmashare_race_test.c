@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Races the review found (Documentation/design.rst, "Security"), as stress:
+ * each round is a race whose bad interleaving is rare, so the rounds repeat;
+ * on the debug kernel a use-after-free, a list corruption or a leak shows
+ * as a KASAN, DEBUG_LIST or kmemleak report, which fails the guest.  Each
+ * test also checks what it can see: every AC gone from the device's gauge.
+ *  - release_vs_peer_close: the application releases a message's slot (its
+ *    RELEASE queues a CREDIT) while the peer's CLOSE of that AC is handled;
+ *  - server_exit_while_connecting: a server's file is released while peers'
+ *    CONNECTs for its listener are being accepted;
+ *  - remove_while_connecting: the RDMA device goes away while CONNECTs set
+ *    up QPs on it (a new QP must not land on a device being removed).
+ */
+#include <arpa/inet.h>
+#include <signal.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		7600
+#define RACE_DEV	"rxe_race"
+#define RACE_ADDR	"198.19.0.2"
+
+static struct sockaddr_in sin_of(const char *ip, unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	return sin;
+}
+
+static const char *rs_ip(void)
+{
+	return getenv("RS_IP") ?: "127.0.0.1";
+}
+
+/* ACs on every RDMA device rdmashare uses, summed; -1 on error. */
+static int device_acs(void)
+{
+	char path[512], buf[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(RS_SYSFS "/devices");
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), RS_SYSFS "/devices/%.255s/acs", de->d_name);
+		if (!rs_read_file(path, buf, sizeof(buf)))
+			n += atoi(buf);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Wait up to @secs for no AC on any device; the count then. */
+static int wait_no_acs(double secs)
+{
+	double end = rs_now() + secs;
+	int n;
+
+	while ((n = device_acs()) != 0 && rs_now() < end)
+		usleep(100000);
+	return n;
+}
+
+FIXTURE(race) {
+	int unused;
+};
+
+FIXTURE_SETUP(race)
+{
+}
+
+FIXTURE_TEARDOWN(race)
+{
+}
+
+TEST_F_TIMEOUT(race, release_vs_peer_close, 300)
+{
+	struct sockaddr_in sin = sin_of(rs_ip(), PORT);
+	struct rdmashare *c = rs_open_setup(1 << 20, 128);
+	struct rdmashare *s = rs_open_setup(1 << 20, 128);
+	double end = rs_now() + 40;
+	int l, i, round, cac[16], sac[16];
+	char buf[64];
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT, 64);
+	ASSERT_LT(0, l);
+	for (round = 0; round < 20 && rs_now() < end; round++) {
+		for (i = 0; i < 16; i++) {
+			cac[i] = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+			ASSERT_LT(0, cac[i]);
+			sac[i] = rdmashare_accept(s, l, 20000);
+			ASSERT_LT(0, sac[i]);
+		}
+		/* A message and the close right behind it, on every AC. */
+		for (i = 0; i < 16; i++) {
+			ASSERT_EQ(0, rdmashare_send(c, cac[i], "last words", 11));
+			ASSERT_EQ(0, rdmashare_close_ac(c, cac[i]));
+		}
+		/* Receiving releases the slot as the CLOSE comes in. */
+		for (i = 0; i < 16; i++) {
+			ssize_t n = rdmashare_recv(s, sac[i], buf, sizeof(buf), 20000);
+
+			EXPECT_TRUE(n == 11 || n == -EPIPE) TH_LOG("AC %d: %zd", i, n);
+			rdmashare_close_ac(s, sac[i]);
+		}
+		ASSERT_EQ(0, rdmashare_flush(c, 20000));
+		ASSERT_EQ(0, rdmashare_flush(s, 20000));
+	}
+	TH_LOG("%d rounds of 16 ACs", round);
+	rdmashare_close(c);
+	rdmashare_close(s);
+	EXPECT_EQ(0, wait_no_acs(20));
+}
+
+/* A server that listens, says so, and exits after @ms without accepting. */
+static void short_server(int ready, unsigned int ms)
+{
+	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
+
+	if (!rs || rdmashare_listen(rs, PORT + 1, 64) <= 0)
+		_exit(1);
+	if (write(ready, "x", 1) != 1)
+		_exit(2);
+	usleep(ms * 1000);
+	_exit(0);		/* the file goes with the process */
+}
+
+/* CONNECTs to the short server, whatever their fate, for @secs. */
+static void connector(double secs)
+{
+	struct sockaddr_in sin = sin_of(rs_ip(), PORT + 1);
+	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
+	double end = rs_now() + secs;
+	int ac;
+
+	if (!rs)
+		_exit(1);
+	while (rs_now() < end) {
+		ac = rdmashare_connect(rs, (struct sockaddr *)&sin, 2000);
+		if (ac > 0)
+			rdmashare_close_ac(rs, ac);
+	}
+	rdmashare_close(rs);
+	_exit(0);
+}
+
+TEST_F_TIMEOUT(race, server_exit_while_connecting, 300)
+{
+	int round, i, p[2], st;
+	pid_t server, conn[3];
+	char c;
+
+	srand(1);
+	for (round = 0; round < 10; round++) {
+		ASSERT_EQ(0, pipe(p));
+		server = fork();
+		ASSERT_LE(0, server);
+		if (!server)
+			short_server(p[1], 200 + rand() % 800);
+		close(p[1]);
+		ASSERT_EQ(1, read(p[0], &c, 1));
+		close(p[0]);
+		for (i = 0; i < 3; i++) {
+			conn[i] = fork();
+			ASSERT_LE(0, conn[i]);
+			if (!conn[i])
+				connector(1.5);
+		}
+		ASSERT_EQ(server, waitpid(server, &st, 0));
+		EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+		for (i = 0; i < 3; i++) {
+			ASSERT_EQ(conn[i], waitpid(conn[i], &st, 0));
+			EXPECT_TRUE(WIFEXITED(st) && !WEXITSTATUS(st));
+		}
+	}
+	EXPECT_EQ(0, wait_no_acs(30));
+}
+
+FIXTURE(hotplug) {
+	const char *netdev;
+};
+
+FIXTURE_SETUP(hotplug)
+{
+	char path[128];
+
+	self->netdev = getenv("RS_TEST_NETDEV") ?: "veth1";
+	snprintf(path, sizeof(path), "/sys/class/net/%s", self->netdev);
+	if (!rs_path_exists(path))
+		SKIP(return, "no spare netdev %s", self->netdev);
+	rs_sh("rdma link delete " RACE_DEV " 2>/dev/null");
+	rs_sh("ip addr del " RACE_ADDR "/24 dev %s 2>/dev/null", self->netdev);
+	ASSERT_EQ(0, rs_sh("ip addr add " RACE_ADDR "/24 dev %s", self->netdev));
+}
+
+FIXTURE_TEARDOWN(hotplug)
+{
+	rs_sh("rdma link delete " RACE_DEV " 2>/dev/null");
+	rs_sh("ip addr del " RACE_ADDR "/24 dev %s 2>/dev/null", self->netdev);
+}
+
+/* Connect to the device's address over and over (it listens too). */
+static void hammer(void)
+{
+	struct sockaddr_in sin = sin_of(RACE_ADDR, PORT + 2);
+	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
+	int l, ac, sac;
+
+	if (!rs)
+		_exit(1);
+	l = rdmashare_listen(rs, PORT + 2, 64);
+	if (l <= 0)
+		_exit(2);
+	for (;;) {
+		ac = rdmashare_connect(rs, (struct sockaddr *)&sin, 1000);
+		if (ac <= 0)
+			continue;
+		sac = rdmashare_accept(rs, l, 1000);
+		rdmashare_close_ac(rs, ac);
+		if (sac > 0)
+			rdmashare_close_ac(rs, sac);
+	}
+}
+
+TEST_F_TIMEOUT(hotplug, remove_while_connecting, 300)
+{
+	struct sockaddr_in sin = sin_of(RACE_ADDR, PORT + 3);
+	int round, l, c, s;
+	struct rdmashare *rs;
+	char buf[16];
+	pid_t pid;
+
+	srand(2);
+	for (round = 0; round < 6; round++) {
+		ASSERT_EQ(0, rs_sh("rdma link add " RACE_DEV " type rxe netdev %s",
+				   self->netdev));
+		pid = fork();
+		ASSERT_LE(0, pid);
+		if (!pid)
+			hammer();
+		usleep(100000 + rand() % 900000);
+		ASSERT_EQ(0, rs_sh("rdma link delete " RACE_DEV));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	EXPECT_EQ(0, wait_no_acs(30));
+
+	/* The device back, rdmashare works on it. */
+	ASSERT_EQ(0, rs_sh("rdma link add " RACE_DEV " type rxe netdev %s", self->netdev));
+	rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT + 3, 4);
+	ASSERT_LT(0, l);
+	c = rdmashare_connect(rs, (struct sockaddr *)&sin, 30000);
+	ASSERT_LT(0, c);
+	s = rdmashare_accept(rs, l, 20000);
+	ASSERT_LT(0, s);
+	ASSERT_EQ(0, rdmashare_send(rs, c, "back", 5));
+	EXPECT_EQ(5, rdmashare_recv(rs, s, buf, sizeof(buf), 20000));
+	rdmashare_close(rs);
+}
+
+TEST_HARNESS_MAIN

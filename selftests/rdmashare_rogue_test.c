@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A rogue peer (rogue.h): root on a peer host, so it passes peer
+ * authentication, connects from a second address of this host and sends
+ * what rdmashare must not take.  Each time only the rogue's QP goes (the
+ * module disconnects it) and an AC of another peer, open before and after,
+ * keeps carrying its messages, untouched:
+ *  - bad_version, unknown_type, truncated: malformed messages;
+ *  - out_of_window: a fifth chunk on an AC that granted four credits;
+ *  - replayed: the same chunk twice;
+ *  - other_acs: chunks addressed to connection ids of ACs on other QPs are
+ *    dropped (nothing reaches them, the rogue's QP even stays).
+ */
+#include <arpa/inet.h>
+
+#include "common.h"
+#include "rdmashare.h"
+#include "rogue.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		7700
+#define ROGUE_IP	"198.18.0.202"
+#define ROGUE_PORT	901
+
+static const char *rs_ip(void)
+{
+	return getenv("RS_IP") ?: "127.0.0.1";
+}
+
+/*
+ * The module has a QP from the rogue's address (its peer may outlive the
+ * QP while an AC that failed with it is not closed yet).
+ */
+static int rogue_peer_listed(void)
+{
+	char buf[32];
+
+	return !rs_read_file(RS_SYSFS "/peers/" ROGUE_IP "/qps", buf, sizeof(buf)) &&
+	       atoi(buf) > 0;
+}
+
+FIXTURE(rogue) {
+	struct rdmashare *rs;
+	int l, l2, c, s;
+	struct rogue r;
+	int msgs;
+};
+
+/* One checked message over the legitimate AC. */
+static int legit_exchange(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self)
+{
+	char out[64], in[64];
+	ssize_t n;
+
+	snprintf(out, sizeof(out), "legit %d", self->msgs++);
+	if (rdmashare_send(self->rs, self->c, out, strlen(out) + 1))
+		return -1;
+	n = rdmashare_recv(self->rs, self->s, in, sizeof(in), 20000);
+	if (n != (ssize_t)strlen(out) + 1 || strcmp(in, out)) {
+		TH_LOG("legit: %zd '%s'", n, n > 0 ? in : "");
+		return -1;
+	}
+	return 0;
+}
+
+FIXTURE_SETUP(rogue)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+	int ret;
+
+	inet_pton(AF_INET, rs_ip(), &sin.sin_addr);
+	self->rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, self->rs);
+	self->l = rdmashare_listen(self->rs, PORT, 8);
+	ASSERT_LT(0, self->l);
+	self->l2 = rdmashare_listen(self->rs, PORT + 1, 8);
+	ASSERT_LT(0, self->l2);
+	self->c = rdmashare_connect(self->rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, self->c);
+	self->s = rdmashare_accept(self->rs, self->l, 20000);
+	ASSERT_LT(0, self->s);
+	ASSERT_EQ(0, legit_exchange(_metadata, self));
+
+	rs_sh("ip addr del %s/32 dev veth0 2>/dev/null", ROGUE_IP);
+	ASSERT_EQ(0, rs_sh("ip addr add %s/32 dev veth0", ROGUE_IP));
+	usleep(200000);
+	ret = rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT);
+	ASSERT_EQ(RDMA_CM_EVENT_ESTABLISHED, ret);
+	ASSERT_TRUE(rogue_peer_listed());
+}
+
+FIXTURE_TEARDOWN(rogue)
+{
+	rogue_close(&self->r);
+	rdmashare_close(self->rs);
+	rs_sh("ip addr del %s/32 dev veth0 2>/dev/null", ROGUE_IP);
+}
+
+/*
+ * The module dropped the rogue's QP (the rogue may not hear of it, if it
+ * sent before its connection was established on the module's side); the
+ * legitimate AC goes on.
+ */
+static void dropped_only_rogue(struct __test_metadata *_metadata,
+			       FIXTURE_DATA(rogue) *self)
+{
+	double end = rs_now() + 20;
+
+	while (rogue_peer_listed() && rs_now() < end)
+		usleep(100000);
+	EXPECT_FALSE(rogue_peer_listed());
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+}
+
+TEST_F_TIMEOUT(rogue, bad_version, 90)
+{
+	rogue_hdr(self->r.buf, ROGUE_KEEPALIVE, 0, 0, 0, 0, 0, 0, 0, 0);
+	self->r.buf[0] = 2;
+	EXPECT_EQ(0, rogue_send(&self->r, ROGUE_HDR_LEN));
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, unknown_type, 90)
+{
+	rogue_hdr(self->r.buf, 99, 0, 1, 1, 0, 0, 0, 0, 0);
+	EXPECT_EQ(0, rogue_send(&self->r, ROGUE_HDR_LEN));
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, truncated, 90)
+{
+	rogue_hdr(self->r.buf, ROGUE_KEEPALIVE, 0, 0, 0, 0, 0, 0, 0, 0);
+	EXPECT_EQ(0, rogue_send(&self->r, 10));
+	dropped_only_rogue(_metadata, self);
+}
+
+/*
+ * CONNECT to the fixture's second listener as rogue connection 7; the
+ * module's connection id from its ACCEPT, and the credits it granted.
+ */
+static int rogue_ac(struct rogue *r, uint32_t *credits)
+{
+	struct rogue_conn cp = {
+		.port = htonl(PORT + 1), .slot_size = htonl(16384), .credits = htonl(4),
+	};
+	struct rogue_hdr h;
+	struct rogue_conn acc;
+	char *rx = NULL;
+	int n;
+
+	rogue_hdr(r->buf, ROGUE_CONNECT, 0, 0, 7, 0, 0, 0, sizeof(cp), 0);
+	memcpy(r->buf + ROGUE_HDR_LEN, &cp, sizeof(cp));
+	if (rogue_send(r, ROGUE_HDR_LEN + sizeof(cp)))
+		return -1;
+	for (;;) {
+		n = rogue_poll(r, 20000, &rx);
+		if (n < (int)(ROGUE_HDR_LEN + sizeof(acc)))
+			return -2;
+		memcpy(&h, rx, sizeof(h));
+		if (h.type == ROGUE_ACCEPT && ntohl(h.dst_conn) == 7)
+			break;
+	}
+	memcpy(&acc, rx + ROGUE_HDR_LEN, sizeof(acc));
+	*credits = ntohl(acc.credits);
+	return ntohl(h.src_conn);
+}
+
+/* A one-chunk message number @seq of 8 bytes from rogue 7 to @dst. */
+static int rogue_chunk(struct rogue *r, uint32_t dst, uint32_t seq)
+{
+	rogue_hdr(r->buf, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST, dst, 7, seq, 8, 0, 8, 0);
+	memcpy(r->buf + ROGUE_HDR_LEN, "rogue!!", 8);
+	return rogue_send(r, ROGUE_HDR_LEN + 8);
+}
+
+TEST_F_TIMEOUT(rogue, out_of_window, 90)
+{
+	uint32_t credits = 0, i;
+	int id = rogue_ac(&self->r, &credits);
+
+	ASSERT_LT(0, id);
+	ASSERT_LT(0, credits);
+	for (i = 0; i < credits; i++)
+		ASSERT_EQ(0, rogue_chunk(&self->r, id, i));
+	/* One more than granted: the module drops the QP. */
+	rogue_chunk(&self->r, id, credits);
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, replayed, 90)
+{
+	uint32_t credits = 0;
+	int id = rogue_ac(&self->r, &credits);
+
+	ASSERT_LT(0, id);
+	ASSERT_LE(2, credits);
+	ASSERT_EQ(0, rogue_chunk(&self->r, id, 0));
+	rogue_chunk(&self->r, id, 0);
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, other_acs, 90)
+{
+	struct rdmashare_ac_stats st;
+	uint32_t id;
+
+	/* Every small connection id, the legitimate ACs' among them. */
+	for (id = 1; id <= 64; id++) {
+		rogue_hdr(self->r.buf, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST, id, id, 0, 8,
+			  0, 8, 0);
+		memcpy(self->r.buf + ROGUE_HDR_LEN, "forged!", 8);
+		ASSERT_EQ(0, rogue_send(&self->r, ROGUE_HDR_LEN + 8));
+		rogue_hdr(self->r.buf, ROGUE_CLOSE, 0, id, id, 0, 0, 0, 0, 0);
+		ASSERT_EQ(0, rogue_send(&self->r, ROGUE_HDR_LEN));
+	}
+	/* Nothing arrived on the legitimate AC, which is still open. */
+	ASSERT_EQ(0, rdmashare_ac_stats(self->rs, self->s, &st));
+	EXPECT_EQ(RDMASHARE_AC_STATE_OPEN, st.state);
+	EXPECT_EQ(0, st.status & RDMASHARE_AC_PEER_CLOSED);
+	EXPECT_EQ(1, st.rx_msgs);
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+	/* Messages for nobody on its own QP: no reason to drop the rogue. */
+	EXPECT_EQ(-ETIMEDOUT, rogue_wait_disconnect(&self->r, 1000));
+	EXPECT_TRUE(rogue_peer_listed());
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A rogue peer for the selftests: a user-space librdmacm/verbs client that
+ * connects to rdmashare's rdma_cm port as a peer's module would, then sends
+ * whatever the test builds, well-formed or not (rdmashare's wire format,
+ * kmod/proto.h, written out here independently of the module's code).
+ */
+#ifndef RDMASHARE_SELFTEST_ROGUE_H
+#define RDMASHARE_SELFTEST_ROGUE_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <rdma/rdma_cma.h>
+
+#define ROGUE_CM_PORT	18861
+#define ROGUE_HDR_LEN	32
+#define ROGUE_BUF	(64 << 10)
+#define ROGUE_RECVS	16
+
+enum {
+	ROGUE_DATA = 1, ROGUE_CONNECT, ROGUE_ACCEPT, ROGUE_REJECT, ROGUE_CLOSE,
+	ROGUE_CREDIT, ROGUE_KEEPALIVE,
+};
+#define ROGUE_F_FIRST	1
+#define ROGUE_F_LAST	2
+
+struct rogue_hdr {
+	uint8_t version;
+	uint8_t type;
+	uint16_t flags;
+	uint32_t dst_conn, src_conn, seq, msg_len, offset, len, credits;
+} __attribute__((packed));
+
+struct rogue_conn {
+	uint32_t port, slot_size, credits, reserved;
+} __attribute__((packed));
+
+struct rogue {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	char *buf;		/* [0, ROGUE_BUF): send; then ROGUE_RECVS receive buffers */
+};
+
+/* The next rdma_cm event within @ms; its type, or -1. */
+static inline int rogue_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int type;
+
+	if (poll(&pfd, 1, ms) != 1 || rdma_get_cm_event(ch, &ev))
+		return -1;
+	type = ev->event;
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+static inline int rogue_post_recv(struct rogue *r, int i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)r->buf + (size_t)(i + 1) * ROGUE_BUF,
+		.length = ROGUE_BUF,
+		.lkey = r->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = i + 1, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(r->id->qp, &wr, &bad);
+}
+
+static inline void rogue_close(struct rogue *r)
+{
+	if (r->id && r->id->qp)
+		rdma_destroy_qp(r->id);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	if (r->ch)
+		rdma_destroy_event_channel(r->ch);
+	free(r->buf);
+	memset(r, 0, sizeof(*r));
+}
+
+/*
+ * Connect to @dst's rdmashare from @src (NULL: the route's) and @src_port
+ * (0: any), with receive buffers posted; the event that ended the attempt
+ * (RDMA_CM_EVENT_ESTABLISHED: connected, keep @r; otherwise closed), or
+ * -errno of a step that failed.
+ */
+static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *src,
+			     unsigned int src_port)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(ROGUE_CM_PORT) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(src_port) };
+	unsigned char priv[4] = { 1, 0, 0, 0 };	/* RS_PROTO_VERSION */
+	struct rdma_conn_param param = {
+		.private_data = priv,
+		.private_data_len = sizeof(priv),
+		.retry_count = 6,
+		.rnr_retry_count = 7,
+	};
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = ROGUE_RECVS, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+	int ret, ev, i;
+
+	memset(r, 0, sizeof(*r));
+	inet_pton(AF_INET, dst_ip, &dst.sin_addr);
+	inet_pton(AF_INET, src ?: "0.0.0.0", &from.sin_addr);
+	r->ch = rdma_create_event_channel();
+	if (!r->ch)
+		return -errno;
+	if (rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP)) {
+		ret = -errno;
+		r->id = NULL;
+		goto fail;
+	}
+	if ((src || src_port) && rdma_bind_addr(r->id, (struct sockaddr *)&from)) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = -EHOSTUNREACH;
+	if (rdma_resolve_addr(r->id, NULL, (struct sockaddr *)&dst, 5000) ||
+	    rogue_event(r->ch, 10000) != RDMA_CM_EVENT_ADDR_RESOLVED)
+		goto fail;
+	if (rdma_resolve_route(r->id, 5000) ||
+	    rogue_event(r->ch, 10000) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		goto fail;
+	ret = -ENOMEM;
+	r->buf = calloc(ROGUE_RECVS + 1, ROGUE_BUF);
+	r->cq = ibv_create_cq(r->id->verbs, 64, NULL, NULL, 0);
+	if (!r->buf || !r->cq)
+		goto fail;
+	qa.send_cq = r->cq;
+	qa.recv_cq = r->cq;
+	if (rdma_create_qp(r->id, NULL, &qa)) {
+		ret = -errno;
+		goto fail;
+	}
+	r->mr = ibv_reg_mr(r->id->qp->pd, r->buf, (size_t)(ROGUE_RECVS + 1) * ROGUE_BUF,
+			   IBV_ACCESS_LOCAL_WRITE);
+	if (!r->mr)
+		goto fail;
+	for (i = 0; i < ROGUE_RECVS; i++)
+		if (rogue_post_recv(r, i))
+			goto fail;
+	if (rdma_connect(r->id, &param)) {
+		ret = -errno;
+		goto fail;
+	}
+	ev = rogue_event(r->ch, 20000);
+	if (ev == RDMA_CM_EVENT_ESTABLISHED)
+		return ev;
+	ret = ev < 0 ? -ETIMEDOUT : ev;
+fail:
+	rogue_close(r);
+	return ret;
+}
+
+/* A header in wire order at @p. */
+static inline void rogue_hdr(void *p, uint8_t type, uint16_t flags, uint32_t dst,
+			     uint32_t src, uint32_t seq, uint32_t msg_len, uint32_t offset,
+			     uint32_t len, uint32_t credits)
+{
+	struct rogue_hdr h = {
+		.version = 1, .type = type, .flags = htons(flags),
+		.dst_conn = htonl(dst), .src_conn = htonl(src), .seq = htonl(seq),
+		.msg_len = htonl(msg_len), .offset = htonl(offset), .len = htonl(len),
+		.credits = htonl(credits),
+	};
+
+	memcpy(p, &h, sizeof(h));
+}
+
+/*
+ * Wait up to @ms for a completion: a receive's byte count and *@recv set
+ * (the buffer posted again), a send's 0; -wc.status - 1000 on an error
+ * completion, -ETIMEDOUT.
+ */
+static inline int rogue_poll(struct rogue *r, int ms, char **recv)
+{
+	struct ibv_wc wc;
+	int n, i;
+
+	for (i = 0; i < ms; i++) {
+		n = ibv_poll_cq(r->cq, 1, &wc);
+		if (n < 0)
+			return -EIO;
+		if (!n) {
+			usleep(1000);
+			continue;
+		}
+		if (wc.status != IBV_WC_SUCCESS)
+			return -1000 - (int)wc.status;
+		if (wc.wr_id) {
+			if (recv)
+				*recv = r->buf + wc.wr_id * ROGUE_BUF;
+			rogue_post_recv(r, wc.wr_id - 1);
+			return wc.byte_len;
+		}
+		return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+/* Send @len bytes from the send buffer; 0 once it completed, or an error. */
+static inline int rogue_send(struct rogue *r, size_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = len, .lkey = r->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	char *rx;
+	int ret;
+
+	if (ibv_post_send(r->id->qp, &wr, &bad))
+		return -errno;
+	/* Receives that come meanwhile are dropped: tests that want them poll. */
+	while ((ret = rogue_poll(r, 10000, &rx)) > 0)
+		;
+	return ret;
+}
+
+/* Wait up to @ms for the module to disconnect; 0 if it did. */
+static inline int rogue_wait_disconnect(struct rogue *r, int ms)
+{
+	int ev;
+
+	while ((ev = rogue_event(r->ch, ms)) >= 0)
+		if (ev == RDMA_CM_EVENT_DISCONNECTED)
+			return 0;
+	return -ETIMEDOUT;
+}
+
+#endif
