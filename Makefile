@@ -13,6 +13,9 @@
 #   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and
 #                         a QP per sender: throughput, shares, latency; also
 #                         expects make -C selftests bench
+#   make fuzz             the ABI fuzzer long (10^6 calls on stock 6.12, 10^5
+#                         on the debug kernel) with a random seed
+#                         (RS_FUZZ_SEED to repeat one); not part of make check
 #   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
 
 # Kernel to build against: the running kernel's build tree when it exists,
@@ -34,7 +37,7 @@ endif
 TOP := $(CURDIR)
 
 .PHONY: all module userlib selftests clean deps check demo \
-	modules_install install kdir-check bench bench-transport bench-sched
+	modules_install install kdir-check bench bench-transport bench-sched fuzz
 
 all: module userlib selftests
 
@@ -69,6 +72,9 @@ check:
 
 demo:
 	bash selftests/vm/demo.sh
+
+fuzz:
+	bash selftests/vm/fuzz.sh
 
 # Every benchmark is a bench-<name> target and a prerequisite of bench.
 bench: bench-transport bench-sched

@@ -151,6 +151,28 @@ static inline int rs_first_device(char *buf, size_t len)
 	return de ? 0 : -ENOENT;
 }
 
+/* ACs on every RDMA device rdmashare uses, from their gauges; -1 on error. */
+static inline int rs_device_acs(void)
+{
+	char path[512], buf[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(RS_SYSFS "/devices");
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), RS_SYSFS "/devices/%.255s/acs", de->d_name);
+		if (!rs_read_file(path, buf, sizeof(buf)))
+			n += atoi(buf);
+	}
+	closedir(d);
+	return n;
+}
+
 /* Write a string to a sysfs file in one write(); 0 or -errno. */
 static inline int rs_write_file(const char *path, const char *s)
 {

@@ -37,35 +37,13 @@ static const char *rs_ip(void)
 	return getenv("RS_IP") ?: "127.0.0.1";
 }
 
-/* ACs on every RDMA device rdmashare uses, summed; -1 on error. */
-static int device_acs(void)
-{
-	char path[512], buf[32];
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
-
-	d = opendir(RS_SYSFS "/devices");
-	if (!d)
-		return -1;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), RS_SYSFS "/devices/%.255s/acs", de->d_name);
-		if (!rs_read_file(path, buf, sizeof(buf)))
-			n += atoi(buf);
-	}
-	closedir(d);
-	return n;
-}
-
 /* Wait up to @secs for no AC on any device; the count then. */
 static int wait_no_acs(double secs)
 {
 	double end = rs_now() + secs;
 	int n;
 
-	while ((n = device_acs()) != 0 && rs_now() < end)
+	while ((n = rs_device_acs()) != 0 && rs_now() < end)
 		usleep(100000);
 	return n;
 }
