@@ -16,6 +16,8 @@
 #   make fuzz             the ABI fuzzer long (10^6 calls on stock 6.12, 10^5
 #                         on the debug kernel) with a random seed
 #                         (RS_FUZZ_SEED to repeat one); not part of make check
+#   make soak             30 minutes of the two-guest soak on the debug kernel
+#                         (RS_SOAK_SECS); make check runs 2
 #   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
 
 # Kernel to build against: the running kernel's build tree when it exists,
@@ -37,7 +39,7 @@ endif
 TOP := $(CURDIR)
 
 .PHONY: all module userlib selftests clean deps check demo \
-	modules_install install kdir-check bench bench-transport bench-sched fuzz
+	modules_install install kdir-check bench bench-transport bench-sched fuzz soak
 
 all: module userlib selftests
 
@@ -75,6 +77,9 @@ demo:
 
 fuzz:
 	bash selftests/vm/fuzz.sh
+
+soak:
+	bash selftests/vm/soak.sh
 
 # Every benchmark is a bench-<name> target and a prerequisite of bench.
 bench: bench-transport bench-sched

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The ABI fuzzer (rsfuzz.c) with a fixed seed, short enough for make
- * check: 3 processes share RS_FUZZ_CALLS (default 20000) calls, at most 150
+ * check: 3 processes share RS_FUZZ_CALLS (default 20000) calls, at most 90
  * s.  rsfuzz fails if a worker hangs or dies, if the module stops carrying
  * messages, or if ACs are left once every file is closed; the guest's
  * verdict adds KASAN, lockdep, kmemleak and a clean unload.  make fuzz runs
@@ -39,7 +39,7 @@ TEST_F_TIMEOUT(fuzz, fixed_seed, 400)
 {
 	const char *n = getenv("RS_FUZZ_CALLS") ?: "20000";
 
-	EXPECT_EQ(0, rs_sh("%s -s %d -n %s -p 3 -t 150 >&2", self->tool, SEED, n));
+	EXPECT_EQ(0, rs_sh("%s -s %d -n %s -p 3 -t 90 >&2", self->tool, SEED, n));
 }
 
 TEST_HARNESS_MAIN

@@ -4,7 +4,8 @@
  *
  *   rsfuzz [-s SEED] [-n CALLS] [-p PROCS] [-t SECONDS]
  *
- * PROCS worker processes (default 3) share CALLS system calls on
+ * PROCS worker processes (default 3; every other one as the ordinary user
+ * nobody, with its limits) share CALLS system calls on
  * /dev/rdmashare (default 20000), for at most SECONDS (default 120): open
  * and close, every ioctl with fields that are valid, on a boundary or
  * random (sizes too small, exact, larger with zero or non-zero tails),
@@ -169,16 +170,27 @@ static void a_open(void)
 static void a_close(void)
 {
 	struct fstate *f = some_file();
+	int first;
 
 	if (!f)
 		return;
-	/* A mapping may outlive the file, or go first. */
-	if (f->rings && pick(2))
+	/*
+	 * The mappings go before the file or right after it (they keep the
+	 * file alive, and its memory: kept, they would fill the guest).
+	 */
+	first = pick(2);
+	if (first) {
 		munmap(f->rings, f->rings_len);
-	if (f->data && pick(2))
 		munmap(f->data, f->data_len);
+	}
 	__atomic_add_fetch(calls, 1, __ATOMIC_RELAXED);
 	close(f->fd);
+	if (!first) {
+		if (f->rings && !pick(4))
+			((volatile uint8_t *)f->rings)[pick(f->rings_len)];
+		munmap(f->rings, f->rings_len);
+		munmap(f->data, f->data_len);
+	}
 	memset(f, 0, sizeof(*f));
 }
 
@@ -545,10 +557,13 @@ static void one_action(void)
 	}
 }
 
-static void worker(uint64_t seed, unsigned long budget, double end)
+static void worker(unsigned int i, uint64_t seed, unsigned long budget, double end)
 {
 	rng = seed * 0x9E3779B97F4A7C15ULL + 1;
 	signal(SIGPIPE, SIG_IGN);
+	/* Every other worker is an ordinary user, with its limits. */
+	if ((i & 1) && !getuid() && (setgid(65534) || setuid(65534)))
+		_exit(3);
 	while (__atomic_load_n(calls, __ATOMIC_RELAXED) < budget && rs_now() < end)
 		one_action();
 	_exit(0);
@@ -616,7 +631,7 @@ int main(int argc, char **argv)
 		if (!pids[i]) {
 			/* A worker stuck in the kernel past the end is a failure. */
 			alarm(secs + 60);
-			worker(seed + i, budget, end);
+			worker(i, seed + i, budget, end);
 		}
 	}
 	for (i = 0; i < procs; i++) {

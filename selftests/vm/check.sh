@@ -14,6 +14,10 @@
 #   vm-pair-debug  two debug guests on one emulated link: rs-pingpong over
 #             IPv4 and IPv6, then the peer's power is cut mid-transfer and it
 #             boots again
+#   vm-soak-debug  two debug guests, 2 minutes of rssoak: ACs opened and
+#             closed with every message checked, workers killed, the
+#             client's rxe0 removed and added back, the peer's power cut
+#             and the peer booting again (make soak: 30 minutes)
 #   vm-pair   (only when RS_STAGES names it) the same on Debian's stock
 #             6.12, which under QEMU 7.2's TCG dies now and then in rdma_rxe
 #             on the emulated NIC: a double fault in rxe's skb allocation
@@ -40,7 +44,7 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 start=$(date +%s)
-all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair-debug"
+all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair-debug vm-soak-debug"
 stages=${RS_STAGES:-$all_stages}
 
 want() { [[ " $stages " == *" $1 "* ]]; }
@@ -72,7 +76,7 @@ vm_stage() {
 		return
 	fi
 	bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$ko" \
-		--timeout 1500 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
+		--timeout 2400 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
 	res=$(grep -E '^# rdmashare-results: ' "$log" | tail -n1)
 	if [ -z "$res" ]; then
 		bad "$name: the test runner did not finish, log: $log"
@@ -158,8 +162,27 @@ pair_stage() {
 		grep -vE '^\[ +[0-9]+\.|^  \| ' "$LOGS/$name.log" | tail -n 40 | sed 's/^/    /'
 	fi
 }
+# soak_stage NAME KERNEL MODULE SECONDS: the two-guest soak.
+soak_stage() {
+	local name=$1 kernel=$2 module=$3 secs=$4 t0 st=$RS_TOP/selftests
+	t0=$(date +%s)
+	rm -rf "$LOGS/$name.vm"
+	if RS_SOAK_SECS=$secs bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" \
+		--module "$module" --out "$LOGS/$name.vm" --timeout $((secs * 3 + 300)) \
+		--peer "RS_SOAK_SECS=$secs $st/pair_soak.sh peer" \
+		--peer-reboot "RS_SOAK_SECS=$secs $st/pair_soak.sh peer-again" \
+		-- "RS_SOAK_SECS=$secs $st/pair_soak.sh client" >"$LOGS/$name.log" 2>&1; then
+		ok "$name: two $kernel guests, $secs s soak: $(grep -h '^# rssoak: [0-9]' "$LOGS/$name.log" | sed 's/^# rssoak: //') ($(( $(date +%s) - t0 ))s)"
+	else
+		bad "$name: two $kernel guests, $secs s soak, log: $LOGS/$name.log"
+		grep -E '^  \| ' "$LOGS/$name.log" | head -n 45 | sed 's/^/    /'
+		grep -E '^# rssoak|^\[rdmashare\]' "$LOGS/$name.log" | tail -n 40 | sed 's/^/    /'
+	fi
+}
 want vm-pair && pair_stage vm-pair 6.12 "$B/6.12/kmod/rdmashare.ko"
 want vm-pair-debug && pair_stage vm-pair-debug debug "$B/debug/kmod/rdmashare.ko"
+want vm-soak-debug && soak_stage vm-soak-debug debug "$B/debug/kmod/rdmashare.ko" \
+	"${RS_SOAK_SECS:-120}"
 
 for s in $all_stages; do
 	if ! want "$s"; then

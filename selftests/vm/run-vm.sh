@@ -34,7 +34,8 @@
 # command runs in the current directory.
 #
 # For experiments: RS_VM_SMP and RS_VM_MEM (guest CPUs and MiB), RS_VM_CPU
-# (QEMU's -cpu model), RS_VM_APPEND (more kernel parameters).
+# (QEMU's -cpu model), RS_VM_APPEND (more kernel parameters),
+# RS_VM_TCG_THREAD (single: QEMU's -accel tcg,thread=single).
 
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -132,6 +133,9 @@ make_initramfs() {
 common_append="console=ttyS0 panic=-1 oops=panic loglevel=6 pci=noacpi kasan_multi_shot mitigations=off ${RS_VM_APPEND:-}"
 cpu_args=()
 [ -z "${RS_VM_CPU:-}" ] || cpu_args=(-cpu "$RS_VM_CPU")
+# RS_VM_TCG_THREAD=single: one host thread runs every vCPU (QEMU's
+# -accel tcg,thread=single) instead of one per vCPU.
+accel=tcg${RS_VM_TCG_THREAD:+,thread=$RS_VM_TCG_THREAD}
 if [ "$kernel" = debug ]; then
 	initrd=()
 	append="$common_append root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=$RS_VM_DIR/guest-init.sh"
@@ -214,7 +218,7 @@ boot_guest() {
 		RS_CMD_TIMEOUT=$timeout
 	EOT
 	timeout -k 10 $((timeout + 120)) qemu-system-x86_64 \
-		-accel tcg "${cpu_args[@]}" -m "$mem" -smp "$smp" \
+		-accel "$accel" "${cpu_args[@]}" -m "$mem" -smp "$smp" \
 		-nographic -no-reboot -nodefaults -serial "file:$w/console.log" \
 		-kernel "$vmlinuz" "${initrd[@]}" -append "$append" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
