@@ -9,7 +9,9 @@
  *  - out_of_window: a fifth chunk on an AC that granted four credits;
  *  - replayed: the same chunk twice;
  *  - other_acs: chunks addressed to connection ids of ACs on other QPs are
- *    dropped (nothing reaches them, the rogue's QP even stays).
+ *    dropped (nothing reaches them, the rogue's QP even stays);
+ *  - rejects_not_taken: CONNECTs to a closed port from a peer that takes no
+ *    answers: its QP goes.
  */
 #include <arpa/inet.h>
 
@@ -224,6 +226,32 @@ TEST_F_TIMEOUT(rogue, other_acs, 90)
 	/* Messages for nobody on its own QP: no reason to drop the rogue. */
 	EXPECT_EQ(-ETIMEDOUT, rogue_wait_disconnect(&self->r, 1000));
 	EXPECT_TRUE(rogue_peer_listed());
+}
+
+/*
+ * A peer that asks and never takes the answers: CONNECTs to a port nobody
+ * listens on, its receive buffers used up and not posted again.  The
+ * module's REJECTs wait and pile up, bounded by RS_MAX_REJECTS (1024);
+ * the QP goes when that bound or the transport's retries are reached,
+ * whichever comes first (seen here: the bound with 6.1's rxe, which keeps
+ * answering RNR; the retries with 6.12's), and no other peer notices.
+ */
+TEST_F_TIMEOUT(rogue, rejects_not_taken, 180)
+{
+	struct rogue_conn cp = {
+		.port = htonl(PORT + 9), .slot_size = htonl(16384), .credits = htonl(4),
+	};
+	uint32_t i;
+	int ret = 0;
+
+	self->r.no_repost = 1;
+	for (i = 1; i <= 1500 && !ret; i++) {
+		rogue_hdr(self->r.buf, ROGUE_CONNECT, 0, 0, i, 0, 0, 0, sizeof(cp), 0);
+		memcpy(self->r.buf + ROGUE_HDR_LEN, &cp, sizeof(cp));
+		ret = rogue_send(&self->r, ROGUE_HDR_LEN + sizeof(cp));
+	}
+	TH_LOG("%u CONNECTs sent (%d)", i - 1, ret);
+	dropped_only_rogue(_metadata, self);
 }
 
 TEST_HARNESS_MAIN

@@ -46,6 +46,7 @@ struct rogue {
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	char *buf;		/* [0, ROGUE_BUF): send; then ROGUE_RECVS receive buffers */
+	int no_repost;		/* receives taken are not posted again */
 };
 
 /* The next rdma_cm event within @ms; its type, or -1. */
@@ -207,7 +208,8 @@ static inline int rogue_poll(struct rogue *r, int ms, char **recv)
 		if (wc.wr_id) {
 			if (recv)
 				*recv = r->buf + wc.wr_id * ROGUE_BUF;
-			rogue_post_recv(r, wc.wr_id - 1);
+			if (!r->no_repost)
+				rogue_post_recv(r, wc.wr_id - 1);
 			return wc.byte_len;
 		}
 		return 0;
