@@ -11,6 +11,8 @@
  *  - root_unprivileged_port: root, from a port above 1023: rejected;
  *  - root_privileged_port: root, from port 900, as the module's own active
  *    side does: accepted, a QP of rdmashare's appears for it;
+ *  - qps_per_peer_cap: with max_qps_per_peer 1 a second QP from that peer
+ *    is rejected;
  *  - module_still_works: after all that, rdmashare's own ACs connect.
  */
 #include <arpa/inet.h>
@@ -140,6 +142,29 @@ TEST_F(auth, root_privileged_port)
 {
 	EXPECT_EQ(RDMA_CM_EVENT_ESTABLISHED, rogue_connect(NULL, 900));
 	EXPECT_EQ(self->refused, peers_refused());
+}
+
+/*
+ * max_qps_per_peer: with 1, a second QP from the same (authenticated) peer
+ * is rejected and counted; the first stays.
+ */
+TEST_F(auth, qps_per_peer_cap)
+{
+	char saved[32];
+	struct rogue r1, r2;
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/max_qps_per_peer", saved, sizeof(saved)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/max_qps_per_peer", "1"));
+	rs_sh("ip addr del %s/32 dev veth0 2>/dev/null", SECOND_IP);
+	ASSERT_EQ(0, rs_sh("ip addr add %s/32 dev veth0", SECOND_IP));
+	usleep(200000);
+	EXPECT_EQ(RDMA_CM_EVENT_ESTABLISHED, rogue_open(&r1, rs_ip(), SECOND_IP, 903));
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, rogue_open(&r2, rs_ip(), SECOND_IP, 904));
+	EXPECT_EQ(self->refused + 1, peers_refused());
+	EXPECT_EQ(self->qps + 1, count_rdmashare_qps());
+	rogue_close(&r1);
+	rs_sh("ip addr del %s/32 dev veth0", SECOND_IP);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/max_qps_per_peer", saved));
 }
 
 TEST_F(auth, module_still_works)
