@@ -250,7 +250,7 @@ static void rs_ac_discard(struct rs_ac *ac)
 	rs_ac_del_from_file(ac);
 	rs_rx_unreserve(ac);
 	if (rs_ac_take_cqe(ac))
-		rs_cq_unreserve(ac->rf, 1);
+		rs_cq_unreserve(ac->rf, RS_CQ_AC);
 }
 
 /* ---- receive slots and credits (rf->rx_lock) ---- */
@@ -307,6 +307,8 @@ static void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
 static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int res,
 		      u16 flags)
 {
+	/* An operation queued for the sender, or the AC's CLOSED. */
+	enum rs_cq_kind kind = type == RDMASHARE_CQE_OP ? RS_CQ_WAIT : RS_CQ_AC;
 	struct rdmashare_cqe cqe = {
 		.user_data = user_data,
 		.res = res,
@@ -316,7 +318,7 @@ static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int r
 		.flags = flags,
 	};
 
-	rs_cq_post(ac->rf, &cqe);
+	rs_cq_post(ac->rf, &cqe, kind);
 }
 
 /* An operation ended: its completion, then its memory. */
@@ -423,7 +425,7 @@ static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	if (old == RS_AC_OPEN && !by_app)
 		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, error, 0);
 	else
-		rs_cq_unreserve(rf, 1);
+		rs_cq_unreserve(rf, RS_CQ_AC);
 	return true;
 }
 
@@ -585,7 +587,7 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 		return PTR_ERR(ac);
 	ac->port = c->peer.port;
 	ret = -ENOBUFS;
-	if (!rs_cq_reserve(rf, 1))
+	if (!rs_cq_reserve(rf, RS_CQ_AC))
 		goto out_put;
 	ac->rx_reserved = rs_rx_reserve(rf);
 	if (!ac->rx_reserved)
@@ -847,7 +849,7 @@ static void rs_ac_close_listener(struct rs_ac *l)
 			rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, -ECONNABORTED,
 				  RDMASHARE_CQE_F_DISCARD);
 		else if (cqe)
-			rs_cq_unreserve(rf, 1);
+			rs_cq_unreserve(rf, RS_CQ_AC);
 		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);		/* the backlog's */
 	}
@@ -1041,7 +1043,7 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, st
 	ac->remote_id = m->src_conn;
 	ac->send_credits = m->conn.credits;
 	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
-	if (!rs_cq_reserve(rf, 1))
+	if (!rs_cq_reserve(rf, RS_CQ_AC))
 		goto out_put_ac;
 	ac->rx_reserved = rs_rx_reserve(rf);
 	if (!ac->rx_reserved)

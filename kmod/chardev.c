@@ -53,7 +53,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 	q->num_devices = rs_device_count();
 	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED |
 		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS |
-		      RDMASHARE_FEAT_DISCARD;
+		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS;
 	return 0;
 }
 
@@ -231,7 +231,8 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(sizeof(struct rdmashare_setup) != 152);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, sq_off) != 32);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, rx_slots) != 96);
-	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 120);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, max_acs) != 120);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 128);
 	BUILD_BUG_ON(sizeof(struct rdmashare_addr) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 40);

@@ -18,6 +18,7 @@
 
 #include "actable.h"
 #include "area.h"
+#include "ring.h"
 #include "stats.h"
 
 struct ib_device;
@@ -100,9 +101,12 @@ struct rs_rings {
  * @cq_entries: CQ size, a power of two (the kernel's copy)
  * @submit_lock: serialises SQ consumers; protects @sq_head
  * @sq_head: the kernel's SQ head, published to @rings->sq.head
- * @cq_lock: protects @cq_tail and @cq_reserved
+ * @cq_lock: protects @cq_tail and the reservation counts
  * @cq_tail: the kernel's CQ tail, published to @rings->cq.tail
  * @cq_reserved: completions promised to consumed work but not yet posted
+ * @cq_acs: of those, ACs' CLOSED completions (enum rs_cq_kind)
+ * @cq_waiting: of those, operations that wait on the peer
+ * @cq_limits: how far @cq_acs and @cq_waiting may go (ring.h)
  * @cq_wait: woken when a completion is posted
  * @rings_area: the pages of @rings, charged to the memory cgroup of SETUP's
  *	caller
@@ -145,6 +149,9 @@ struct rs_file {
 	spinlock_t cq_lock;		/* CQ producers */
 	u32 cq_tail;
 	u32 cq_reserved;
+	u32 cq_acs;
+	u32 cq_waiting;
+	struct rs_cq_limits cq_limits;
 	wait_queue_head_t cq_wait;
 
 	struct rs_area rings_area;
@@ -237,9 +244,19 @@ void rs_rings_init(struct rs_file *rf);
 void rs_rings_free(struct rs_file *rf);
 int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p);
 int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma);
-u32 rs_cq_reserve(struct rs_file *rf, u32 n);
-void rs_cq_unreserve(struct rs_file *rf, u32 n);
-u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe);
+/*
+ * What a CQ reservation is for: a completion that comes at once, one that
+ * waits on the peer (a SEND, CLOSE or SHUTDOWN), an AC's CLOSED one.
+ */
+enum rs_cq_kind {
+	RS_CQ_NOW,
+	RS_CQ_WAIT,
+	RS_CQ_AC,
+};
+
+bool rs_cq_reserve(struct rs_file *rf, enum rs_cq_kind kind);
+void rs_cq_unreserve(struct rs_file *rf, enum rs_cq_kind kind);
+u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe, enum rs_cq_kind kind);
 u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe);
 u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);

@@ -123,7 +123,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	u32 sq_entries, cq_entries, rx_slots, i;
 	int ret;
 
-	if (p->flags || p->resv[0] || p->resv[1] || p->resv[2] || p->resv[3])
+	if (p->flags || p->resv[0] || p->resv[1] || p->resv[2])
 		return -EINVAL;
 	ret = rs_ring_size(p->sq_entries, rs_sq_entries_default, rs_sq_entries_max,
 			   &sq_entries);
@@ -136,12 +136,16 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	 * The CQ holds a completion per SQ entry plus one per receive slot
 	 * (RECV completions never wait for room, see rs_cq_reserve()).
 	 */
-	ret = rs_ring_size(p->cq_entries ?: 2 * sq_entries + rx_slots, 0,
+	ret = rs_ring_size(p->cq_entries ?:
+			   max(2 * sq_entries, RS_CQ_ROOM_MIN) + rx_slots, 0,
 			   2 * rs_sq_entries_max + rs_rx_slots_max, &cq_entries);
 	if (ret)
 		return ret;
 	if (cq_entries < sq_entries + rx_slots || cq_entries > RS_RING_ENTRIES_MAX)
 		return -EINVAL;
+	ret = rs_cq_limits(cq_entries, rx_slots, &rf->cq_limits);
+	if (ret)
+		return ret;
 
 	/* Checked as the u64 it is: size_t may be narrower. */
 	if (p->data_size > READ_ONCE(rs_data_size_max))
@@ -207,6 +211,8 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	p->rx_slot_size = rs_chunk_size;
 	p->rx_offset = data_size;
 	p->map_size = map_size;
+	p->max_acs = rf->cq_limits.acs;
+	p->max_waiting = rf->cq_limits.waiting;
 	rs_fill_offsets(&p->sq_off, offsetof(struct rs_rings, sq),
 			offsetof(struct rs_rings, sq_ring_mask),
 			offsetof(struct rs_rings, sq_ring_entries),
@@ -261,17 +267,20 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 }
 
 /*
- * Reserve up to @n completion slots; returns how many were reserved.  A CQ
- * head that user space moved where it cannot be reads as a full CQ.
+ * Reserve a completion slot for @kind; false if there is none.  A CQ head
+ * that user space moved where it cannot be reads as a full CQ.
  *
  * @rx_slots entries stay free for RECV completions, which never reserve: a
  * slot's CQE is posted only for a chunk in that slot, and a slot is given
- * back only after its CQE was reaped (rs_ac.c), so there are never more
- * unreaped RECV completions than slots.
+ * back only after its CQE was reaped (ac.c), so there are never more
+ * unreaped RECV completions than slots.  Reservations that wait on the peer
+ * stay within @cq_limits (ring.h), so that some room is always left for
+ * completions that do not.
  */
-u32 rs_cq_reserve(struct rs_file *rf, u32 n)
+bool rs_cq_reserve(struct rs_file *rf, enum rs_cq_kind kind)
 {
 	unsigned long flags;
+	bool ok = false;
 	int free;
 	u32 avail;
 
@@ -281,22 +290,43 @@ u32 rs_cq_reserve(struct rs_file *rf, u32 n)
 			    rf->cq_entries);
 	avail = free < 0 ? 0 : free;
 	if (avail <= rf->cq_reserved + rf->rx_slots)
-		n = 0;
-	else
-		n = min_t(u32, n, avail - rf->cq_reserved - rf->rx_slots);
-	rf->cq_reserved += n;
+		goto out;
+	if (kind == RS_CQ_WAIT) {
+		if (rf->cq_waiting >= rf->cq_limits.waiting)
+			goto out;
+		rf->cq_waiting++;
+	} else if (kind == RS_CQ_AC) {
+		if (rf->cq_acs >= rf->cq_limits.acs)
+			goto out;
+		rf->cq_acs++;
+	}
+	rf->cq_reserved++;
+	ok = true;
+out:
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
-	return n;
+	return ok;
 }
 
-/* Give back reservations that will not be used. */
-void rs_cq_unreserve(struct rs_file *rf, u32 n)
+/* Called with cq_lock held: a reservation of @kind is used or returned. */
+static void rs_cq_drop(struct rs_file *rf, enum rs_cq_kind kind)
+{
+	u32 *count = kind == RS_CQ_WAIT ? &rf->cq_waiting :
+		     kind == RS_CQ_AC ? &rf->cq_acs : NULL;
+
+	lockdep_assert_held(&rf->cq_lock);
+	if (!WARN_ON_ONCE(!rf->cq_reserved))
+		rf->cq_reserved--;
+	if (count && !WARN_ON_ONCE(!*count))
+		(*count)--;
+}
+
+/* Give back a reservation that will not be used. */
+void rs_cq_unreserve(struct rs_file *rf, enum rs_cq_kind kind)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
-	WARN_ON_ONCE(rf->cq_reserved < n);
-	rf->cq_reserved -= min(n, rf->cq_reserved);
+	rs_cq_drop(rf, kind);
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 }
 
@@ -313,16 +343,14 @@ static u32 rs_cq_write(struct rs_file *rf, const struct rdmashare_cqe *cqe)
 	return idx;
 }
 
-/* Post a completion into a slot reserved by rs_cq_reserve(). */
-u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe)
+/* Post a completion into a slot reserved by rs_cq_reserve(rf, @kind). */
+u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe, enum rs_cq_kind kind)
 {
 	unsigned long flags;
 	u32 idx;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
-	WARN_ON_ONCE(!rf->cq_reserved);
-	if (rf->cq_reserved)
-		rf->cq_reserved--;
+	rs_cq_drop(rf, kind);
 	idx = rs_cq_write(rf, cqe);
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 	wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);

@@ -5,7 +5,9 @@
  * The caller's thread copies each SQE out of the shared ring once, validates
  * the copy and hands the operation on; it never touches a QP.  Every
  * consumed SQE yields exactly one completion, whose CQ slot is reserved
- * before the SQE is consumed.
+ * before the SQE is consumed: of the kind its opcode says (rings.c), so a
+ * SEND finds no room once the file's waiting operations reached their
+ * limit, while a RELEASE still does.
  */
 #include <linux/jiffies.h>
 #include <linux/nospec.h>
@@ -14,6 +16,22 @@
 
 #include "rdmashare.h"
 #include "ring.h"
+
+/*
+ * The CQ reservation an SQE takes, by its opcode alone: the kind its
+ * completion gives back, whether it comes at once or later.
+ */
+static enum rs_cq_kind rs_sqe_cq_kind(const struct rdmashare_sqe *sqe)
+{
+	switch (sqe->opcode) {
+	case RDMASHARE_OP_SEND:
+	case RDMASHARE_OP_CLOSE:
+	case RDMASHARE_OP_SHUTDOWN:
+		return RS_CQ_WAIT;
+	default:
+		return RS_CQ_NOW;
+	}
+}
 
 void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res)
 {
@@ -25,7 +43,7 @@ void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res
 		.opcode = sqe->opcode,
 	};
 
-	rs_cq_post(rf, &cqe);
+	rs_cq_post(rf, &cqe, rs_sqe_cq_kind(sqe));
 }
 
 /* Fields every SQE must leave zero, whatever its opcode. */
@@ -66,8 +84,8 @@ static void rs_submit_one(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 static int rs_submit(struct rs_file *rf, u32 to_submit)
 {
 	struct rdmashare_sqe sqe;
-	u32 tail, n, i, slot;
-	int avail;
+	int avail, n;
+	u32 tail, slot;
 
 	mutex_lock(&rf->submit_lock);
 	/* Pairs with the application's store-release: its SQEs are written. */
@@ -77,12 +95,14 @@ static int rs_submit(struct rs_file *rf, u32 to_submit)
 		mutex_unlock(&rf->submit_lock);
 		return avail;
 	}
-	n = rs_cq_reserve(rf, avail);
-	for (i = 0; i < n; i++) {
+	for (n = 0; n < avail; n++) {
 		slot = array_index_nospec(rs_ring_slot(rf->sq_head, rf->sq_entries),
 					  rf->sq_entries);
 		/* Read the entry once; validate and use only the copy. */
 		memcpy(&sqe, &rf->sqes[slot], sizeof(sqe));
+		/* No room for its completion: it stays, and so do those after. */
+		if (!rs_cq_reserve(rf, rs_sqe_cq_kind(&sqe)))
+			break;
 		rf->sq_head++;
 		rs_submit_one(rf, &sqe);
 	}

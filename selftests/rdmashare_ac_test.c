@@ -8,6 +8,7 @@
  * wrong ACs.  A listener closed with ACs in its backlog that already
  * received data: the data is dropped with them, their receive slots come
  * back, and a new AC that gets one of their ids gets only its own data.
+ * Two ends whose SENDs both wait for credits can still RELEASE.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -624,6 +625,148 @@ TEST(listener_discard_raw)
 	EXPECT_EQ(before.rx_slots, after.rx_slots);
 	rdmashare_close(c);
 	rdmashare_close(s);
+}
+
+/*
+ * Both ends of an AC send and neither releases: the SENDs beyond the
+ * peer's credits wait.  Each end keeps no more SENDs outstanding than
+ * SETUP's max_waiting, as the ABI asks; then each can still RELEASE what it
+ * received (the review's liveness finding: before, waiting SENDs held every
+ * CQ reservation and a RELEASE never got in), and everything arrives, in
+ * order.
+ */
+struct stall_end {
+	struct rdmashare *rs;
+	struct rdmashare_setup p;
+	__u32 ac;
+	unsigned int seed, sent, done, got, to_release;
+	__u64 slots[16];
+};
+
+/* Reap: SENDs done, RECVs checked and their slots kept; 1 if none came. */
+static int stall_reap(struct __test_metadata *_metadata, struct stall_end *e,
+		      unsigned int wait_ms)
+{
+	unsigned char want[64];
+	struct rdmashare_cqe *cqe;
+	int n = 0;
+
+	if (wait_ms && rdmashare_wait_cqe(e->rs, &cqe, wait_ms))
+		return 1;
+	while (!rdmashare_peek_cqe(e->rs, &cqe)) {
+		if (cqe->type == RDMASHARE_CQE_OP) {
+			if (cqe->opcode == RDMASHARE_OP_SEND) {
+				EXPECT_EQ(e->done, cqe->user_data);
+				EXPECT_EQ(64, cqe->res);
+				e->done++;
+			} else {
+				EXPECT_EQ(RDMASHARE_OP_RELEASE, cqe->opcode);
+				EXPECT_EQ(0, cqe->res);
+			}
+		} else {
+			ASSERT_EQ(RDMASHARE_CQE_RECV, cqe->type);
+			ASSERT_EQ(64, cqe->res);
+			fill(want, 64, (e->seed ^ 1) * 100 + e->got++);
+			EXPECT_EQ(0, memcmp(want, (char *)rdmashare_data(e->rs, NULL) +
+					    cqe->addr, 64)) TH_LOG("message %u", e->got - 1);
+			ASSERT_GT(16, e->to_release);
+			e->slots[e->to_release++] = cqe->addr;
+		}
+		rdmashare_cqe_seen(e->rs, cqe);
+		n++;
+	}
+	return !n;
+}
+
+static void stall_send(struct __test_metadata *_metadata, struct stall_end *e)
+{
+	struct rdmashare_sqe *sqe = rdmashare_get_sqe(e->rs);
+	__u64 off = (e->sent % 64) * 64;
+
+	ASSERT_NE(NULL, sqe);
+	fill((unsigned char *)rdmashare_data(e->rs, NULL) + off, 64, e->seed * 100 + e->sent);
+	sqe->opcode = RDMASHARE_OP_SEND;
+	sqe->ac = e->ac;
+	sqe->addr = off;
+	sqe->len = 64;
+	sqe->user_data = e->sent++;
+	ASSERT_EQ(1, rdmashare_submit(e->rs)) TH_LOG("SEND %u stays in the SQ", e->sent - 1);
+}
+
+static void stall_release(struct __test_metadata *_metadata, struct stall_end *e)
+{
+	struct rdmashare_sqe *sqe;
+	unsigned int i, n = e->to_release;
+
+	for (i = 0; i < n; i++) {
+		sqe = rdmashare_get_sqe(e->rs);
+		ASSERT_NE(NULL, sqe);
+		sqe->opcode = RDMASHARE_OP_RELEASE;
+		sqe->ac = e->ac;
+		sqe->addr = e->slots[i];
+		sqe->user_data = 1000;
+	}
+	e->to_release = 0;
+	if (n)
+		ASSERT_EQ(n, rdmashare_submit(e->rs)) TH_LOG("RELEASEs stay in the SQ");
+}
+
+TEST_F_TIMEOUT(data, release_behind_stalled_sends, 120)
+{
+	struct rdmashare_setup p = { .sq_entries = 8, .rx_slots = 8, .cq_entries = 16,
+				     .data_size = 1 << 16 };
+	struct sockaddr_in sin = peer_addr(PORT + 40);
+	struct stall_end e[2] = { { .seed = 0 }, { .seed = 1 } };
+	unsigned int i, total;
+	double deadline;
+	int l;
+
+	for (i = 0; i < 2; i++) {
+		e[i].p = p;
+		ASSERT_EQ(0, rdmashare_open(&e[i].rs, 0));
+		ASSERT_EQ(0, rdmashare_setup(e[i].rs, &e[i].p));
+		/* 8 entries beyond the slots: 4 for ACs, 3 for waiting operations. */
+		EXPECT_EQ(4, e[i].p.max_acs);
+		EXPECT_EQ(3, e[i].p.max_waiting);
+	}
+	l = rdmashare_listen(e[1].rs, PORT + 40, 4);
+	ASSERT_LT(0, l);
+	e[0].ac = rdmashare_connect(e[0].rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, (int)e[0].ac);
+	e[1].ac = rdmashare_accept(e[1].rs, l, 20000);
+	ASSERT_LT(0, (int)e[1].ac);
+
+	/* Send until max_waiting SENDs wait for credits that do not come. */
+	for (i = 0; i < 2; i++) {
+		for (;;) {
+			while (e[i].sent - e[i].done >= (e[i].p.max_waiting ?: 12))
+				if (stall_reap(_metadata, &e[i], 2000))
+					break;
+			if (e[i].sent - e[i].done >= (e[i].p.max_waiting ?: 12))
+				break;
+			stall_send(_metadata, &e[i]);
+		}
+		EXPECT_LT(0, e[i].done);	/* those that had credits */
+	}
+	/* Both stalled: each can still give back what it received. */
+	for (i = 0; i < 2; i++) {
+		stall_reap(_metadata, &e[i], 0);
+		ASSERT_LT(0, e[i].to_release);
+		stall_release(_metadata, &e[i]);
+	}
+	/* The credits flow again, and every message arrives. */
+	total = e[0].sent;
+	deadline = rs_now() + 60;
+	while (e[0].got < e[1].sent || e[1].got < total ||
+	       e[0].done < e[0].sent || e[1].done < e[1].sent) {
+		ASSERT_GT(deadline, rs_now());
+		for (i = 0; i < 2; i++) {
+			stall_reap(_metadata, &e[i], 10);
+			stall_release(_metadata, &e[i]);
+		}
+	}
+	for (i = 0; i < 2; i++)
+		rdmashare_close(e[i].rs);
 }
 
 TEST_HARNESS_MAIN

@@ -89,12 +89,16 @@ TEST_F(raw, setup_defaults)
 	ASSERT_EQ(0, ioctl(self->fd, RDMASHARE_IOC_QUERY, &q));
 	EXPECT_TRUE(q.features & RDMASHARE_FEAT_RINGS);
 	EXPECT_TRUE(q.features & RDMASHARE_FEAT_AC);
+	EXPECT_TRUE(q.features & RDMASHARE_FEAT_CQ_LIMITS);
 
 	ASSERT_EQ(0, setup_raw(self->fd, &p));
 	EXPECT_EQ(256, p.sq_entries);
 	/* Twice the SQ plus one per receive slot, rounded up. */
 	EXPECT_EQ(64, p.rx_slots);
 	EXPECT_EQ(1024, p.cq_entries);
+	/* The CQ's 960 entries beyond the slots: half for ACs, 60 kept free. */
+	EXPECT_EQ(480, p.max_acs);
+	EXPECT_EQ(420, p.max_waiting);
 	EXPECT_EQ(4u << 20, p.data_size);
 	EXPECT_EQ(16384, p.rx_slot_size);
 	EXPECT_EQ(p.data_size, p.rx_offset);
@@ -135,13 +139,15 @@ TEST(setup_bad_arguments)
 		{ "short size", { .size = 8 }, -EINVAL },
 		{ "flags", { .size = sizeof(struct rdmashare_setup), .flags = 1 }, -EINVAL },
 		{ "high flag", { .size = sizeof(struct rdmashare_setup), .flags = 1u << 31 }, -EINVAL },
-		{ "reserved", { .size = sizeof(struct rdmashare_setup), .resv = { 0, 0, 0, 1 } }, -EINVAL },
+		{ "reserved", { .size = sizeof(struct rdmashare_setup), .resv = { 0, 0, 1 } }, -EINVAL },
 		{ "sq over max", { .size = sizeof(struct rdmashare_setup), .sq_entries = 4097 }, -EINVAL },
 		{ "sq huge", { .size = sizeof(struct rdmashare_setup), .sq_entries = ~0u }, -EINVAL },
 		{ "cq below sq", { .size = sizeof(struct rdmashare_setup), .sq_entries = 64,
 				   .cq_entries = 32 }, -EINVAL },
 		{ "cq below sq + slots", { .size = sizeof(struct rdmashare_setup), .sq_entries = 64,
 					   .rx_slots = 64, .cq_entries = 64 }, -EINVAL },
+		{ "cq room under 4", { .size = sizeof(struct rdmashare_setup), .sq_entries = 2,
+				       .rx_slots = 2, .cq_entries = 4 }, -EINVAL },
 		{ "cq over max", { .size = sizeof(struct rdmashare_setup), .cq_entries = 20000 }, -EINVAL },
 		{ "slots over max", { .size = sizeof(struct rdmashare_setup), .rx_slots = 4097 }, -EINVAL },
 		{ "data over max", { .size = sizeof(struct rdmashare_setup),

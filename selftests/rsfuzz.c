@@ -212,7 +212,7 @@ static void a_setup(void)
 		p.cq_entries = f32(8192);
 		p.data_size = boundary();
 		p.rx_slots = f32(4096);
-		p.resv[pick(4)] = pick(4) ? 0 : boundary();
+		p.resv[pick(sizeof(p.resv) / sizeof(p.resv[0]))] = pick(4) ? 0 : boundary();
 	}
 	if (!do_ioctl(f->fd, RDMASHARE_IOC_SETUP, &p, sizeof(p))) {
 		f->ready = 1;

@@ -209,6 +209,8 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 		if (!(cqe->user_data & RS_UD_LIB))
 			break;	/* the application's own operation */
 		st = rs_acst(rs, cqe->ac);
+		if (RS_UD_KIND(cqe->user_data) != RS_UD_RELEASE)
+			rs->waiting--;
 		switch (RS_UD_KIND(cqe->user_data)) {
 		case RS_UD_CLOSE:
 			/* The id is free again: forget what is left. */
@@ -284,6 +286,26 @@ static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
 		if (rs_reap(rs, 1, 0))
 			return NULL;
 	}
+	return sqe;
+}
+
+/*
+ * An SQE for a SEND, CLOSE or SHUTDOWN.  No more of these are outstanding
+ * than the kernel takes at once (max_waiting): otherwise one could wait in
+ * the SQ, for SENDs that wait for the peer's credits, ahead of the RELEASE
+ * that returns the peer its own (struct rdmashare_enter).
+ */
+static struct rdmashare_sqe *rs_wait_sqe(struct rdmashare *rs)
+{
+	struct rdmashare_sqe *sqe;
+
+	while (rs->max_waiting && rs->waiting >= rs->max_waiting) {
+		if (rs_reap(rs, 1, 0))
+			return NULL;
+	}
+	sqe = rs_sqe(rs);
+	if (sqe)
+		rs->waiting++;
 	return sqe;
 }
 
@@ -416,7 +438,7 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 			return ret;
 	}
 	memcpy((char *)rs->data + off, buf, len);
-	sqe = rs_sqe(rs);
+	sqe = rs_wait_sqe(rs);
 	if (!sqe) {
 		rs_tx_free(rs, off, len);
 		return -EIO;
@@ -508,7 +530,7 @@ int rdmashare_close_ac(struct rdmashare *rs, int ac)
 		st->closing = 1;
 	}
 	/* Queued behind the AC's SENDs; its completion frees the id. */
-	sqe = rs_sqe(rs);
+	sqe = rs_wait_sqe(rs);
 	if (!sqe)
 		return -EIO;
 	sqe->opcode = RDMASHARE_OP_CLOSE;
@@ -536,7 +558,7 @@ int rdmashare_shutdown(struct rdmashare *rs, int ac)
 	if (st->closed || st->shut || st->closing)
 		return -EPIPE;
 	/* Queued behind the AC's SENDs, like a CLOSE. */
-	sqe = rs_sqe(rs);
+	sqe = rs_wait_sqe(rs);
 	if (!sqe)
 		return -EIO;
 	sqe->opcode = RDMASHARE_OP_SHUTDOWN;

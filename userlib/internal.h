@@ -73,6 +73,8 @@ struct rdmashare {
 	struct rs_extent *free_tx;	/* sorted by offset; NULL when all is in use */
 	int tx_ready;			/* free_tx was set up */
 	unsigned long inflight;		/* library SENDs not yet completed */
+	unsigned int waiting;		/* library SENDs, CLOSEs, SHUTDOWNs not completed */
+	unsigned int max_waiting;	/* how many the kernel takes; 0: no limit */
 };
 
 /* ioctl(2); returns a negative errno on failure. */

@@ -190,7 +190,10 @@ int rdmashare_connect(struct rdmashare *rs, const struct sockaddr *addr,
  * @len: its length; at most the data area's application part
  *
  * The message is copied into the data area and queued; the call returns
- * before it is delivered.  Messages arrive whole, once, in order.
+ * before it is delivered.  Messages arrive whole, once, in order.  It waits
+ * while the data area is full, or while the kernel's max_waiting SENDs,
+ * CLOSEs and SHUTDOWNs of this handle have not completed (they wait for
+ * the peers' credits).
  *
  * Return: 0, or -EMSGSIZE, -ENOMEM, ...  A failed delivery shows as a
  * CLOSED AC (rdmashare_recv() returns the error).

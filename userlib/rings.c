@@ -64,6 +64,7 @@ int rdmashare_setup(struct rdmashare *rs, struct rdmashare_setup *p)
 	rs->data_size = p->map_size;
 	rs->tx_size = p->data_size;
 	rs->rx_offset = p->rx_offset;
+	rs->max_waiting = p->max_waiting;
 
 	rs->sq.khead = rs_at(rings, p->sq_off.head);
 	rs->sq.ktail = rs_at(rings, p->sq_off.tail);

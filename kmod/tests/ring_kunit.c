@@ -105,11 +105,42 @@ static void ring_entries_valid_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, rs_ring_entries_valid(RS_RING_ENTRIES_MAX * 2, 8, ~0u));
 }
 
+/* The CQ's room split: each kind at least one entry, none beyond the room. */
+static void ring_cq_limits_test(struct kunit *test)
+{
+	struct rs_cq_limits l;
+	u32 cq, rx;
+
+	KUNIT_ASSERT_EQ(test, rs_cq_limits(1024, 64, &l), 0);
+	KUNIT_EXPECT_EQ(test, l.room, 960u);
+	KUNIT_EXPECT_EQ(test, l.acs, 480u);
+	KUNIT_EXPECT_EQ(test, l.waiting, 420u);
+	KUNIT_ASSERT_EQ(test, rs_cq_limits(16, 8, &l), 0);
+	KUNIT_EXPECT_EQ(test, l.acs, 4u);
+	KUNIT_EXPECT_EQ(test, l.waiting, 3u);
+	KUNIT_EXPECT_EQ(test, rs_cq_limits(4, 1, &l), -EINVAL);
+	KUNIT_EXPECT_EQ(test, rs_cq_limits(4, 8, &l), -EINVAL);
+
+	for (cq = 1; cq <= RS_RING_ENTRIES_MAX; cq *= 2) {
+		for (rx = 0; rx <= cq; rx += rx < 16 ? 1 : rx / 3) {
+			if (rs_cq_limits(cq, rx, &l)) {
+				KUNIT_EXPECT_LT(test, cq - rx, RS_CQ_ROOM_MIN);
+				continue;
+			}
+			KUNIT_EXPECT_GE(test, l.acs, 1u);
+			KUNIT_EXPECT_GE(test, l.waiting, 1u);
+			KUNIT_EXPECT_LT(test, l.acs + l.waiting, l.room);
+			KUNIT_EXPECT_EQ(test, l.room, cq - rx);
+		}
+	}
+}
+
 static struct kunit_case ring_test_cases[] = {
 	KUNIT_CASE_PARAM(ring_accounting_test, ring_gen_params),
 	KUNIT_CASE(ring_wrap_walk_test),
 	KUNIT_CASE(ring_slot_test),
 	KUNIT_CASE(ring_entries_valid_test),
+	KUNIT_CASE(ring_cq_limits_test),
 	{}
 };
 

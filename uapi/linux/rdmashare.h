@@ -43,6 +43,7 @@ enum {
 #define RDMASHARE_FEAT_SHUTDOWN	(1ULL << 3)	/* OP_SHUTDOWN, CQE_F_HALF */
 #define RDMASHARE_FEAT_AC_STATS	(1ULL << 4)	/* AC_STATS */
 #define RDMASHARE_FEAT_DISCARD	(1ULL << 5)	/* CQE_F_DISCARD */
+#define RDMASHARE_FEAT_CQ_LIMITS	(1ULL << 6)	/* SETUP's max_acs, max_waiting */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -119,10 +120,15 @@ struct rdmashare_ring_offsets {
  *	part, then the receive slots
  * @sq_off: out: the SQ in the rings mapping
  * @cq_off: out: the CQ in the rings mapping
+ * @max_acs: out: ACs the file may have at once (CONNECT and ACCEPT beyond
+ *	it get -ENOBUFS)
+ * @max_waiting: out: SENDs, CLOSEs and SHUTDOWNs the file may have at once
+ *	that have not completed; see struct rdmashare_enter
  * @resv: reserved, must be 0
  *
  * Once per file: a second call gets -EBUSY.  Sizes above the module's limits
- * get -EINVAL; memory beyond RLIMIT_MEMLOCK (without CAP_IPC_LOCK) -ENOMEM.
+ * get -EINVAL, and so does a CQ with fewer than 4 entries beyond @rx_slots;
+ * memory beyond RLIMIT_MEMLOCK (without CAP_IPC_LOCK) -ENOMEM.
  */
 struct rdmashare_setup {
 	__u32 size;
@@ -137,7 +143,9 @@ struct rdmashare_setup {
 	__u32 rx_slot_size;
 	__aligned_u64 rx_offset;
 	__aligned_u64 map_size;
-	__aligned_u64 resv[4];
+	__u32 max_acs;
+	__u32 max_waiting;
+	__aligned_u64 resv[3];
 };
 
 #define RDMASHARE_IOC_SETUP	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SETUP)
@@ -246,11 +254,21 @@ struct rdmashare_cqe {
  *	this long (-ETIME); 0 waits without limit
  * @submitted: out: SQEs consumed
  *
- * Each consumed SQE yields exactly one completion.  A malformed SQE (unknown
- * opcode or flag, non-zero reserved field) completes with -EINVAL; an SQ
- * tail more than sq_entries ahead of the head makes the call fail with
- * -EINVAL and consume nothing.  A signal ends the wait with -EINTR, after
- * the submissions.
+ * Each consumed SQE yields exactly one completion, and is consumed only with
+ * room in the CQ for it: SQEs are taken in order, and the first that finds
+ * none stays at the head of the SQ (@submitted says how many went).  A
+ * SEND, CLOSE or SHUTDOWN also needs one of the file's max_waiting places
+ * (struct rdmashare_setup), which it keeps until it completes, so that
+ * completions that wait on the peer never fill the CQ: an application that
+ * reaps its CQ can always submit a RELEASE, and thereby return credits to a
+ * peer whose SENDs wait for them, provided that no SEND waits ahead of it
+ * in the SQ.  An application keeps that so by never having more than
+ * max_waiting of these operations submitted and not completed.
+ *
+ * A malformed SQE (unknown opcode or flag, non-zero reserved field)
+ * completes with -EINVAL; an SQ tail more than sq_entries ahead of the head
+ * makes the call fail with -EINVAL and consume nothing.  A signal ends the
+ * wait with -EINTR, after the submissions.
  */
 struct rdmashare_enter {
 	__u32 size;
