@@ -19,6 +19,13 @@
 #   make soak             30 minutes of the two-guest soak on the debug kernel
 #                         (RS_SOAK_SECS); make check runs 2
 #   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
+#   make dkms-install     the module's sources into /usr/src/rdmashare-<ver>,
+#                         then dkms add, build and install for every kernel
+#                         with headers (dkms-uninstall undoes it)
+#   make install          librdmashare, headers, pkg-config file, the
+#                         rdmashare tool, man pages, udev rule, modprobe.d
+#                         and modules-load.d files (PREFIX, LIBDIR, DESTDIR,
+#                         SYSCONFDIR); make uninstall removes them
 
 # Kernel to build against: the running kernel's build tree when it exists,
 # otherwise the newest installed Debian headers.
@@ -37,9 +44,18 @@ KDIR_WHY := KDIR given
 endif
 
 TOP := $(CURDIR)
+VERSION := $(shell sed -n 's/^VERSION := //p' $(TOP)/userlib/Makefile)
+SYSCONFDIR ?= /etc
+DESTDIR ?=
+DKMS_SRC = $(DESTDIR)/usr/src/rdmashare-$(VERSION)
+# The files install puts under SYSCONFDIR, and where they come from.
+ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
+	modprobe.d/rdmashare.conf:rdmashare-modprobe.conf \
+	modules-load.d/rdmashare.conf:rdmashare-modules-load.conf
 
 .PHONY: all module userlib selftests clean deps check demo \
-	modules_install install kdir-check bench bench-transport bench-sched fuzz soak
+	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
+	kdir-check bench bench-transport bench-sched fuzz soak
 
 all: module userlib selftests
 
@@ -65,6 +81,32 @@ selftests: userlib
 
 install: userlib
 	$(MAKE) -C userlib install
+	@set -e; for f in $(ETC_FILES); do \
+		install -D -m 644 packaging/$${f#*:} $(DESTDIR)$(SYSCONFDIR)/$${f%%:*}; \
+	done
+
+uninstall:
+	$(MAKE) -C userlib uninstall
+	@for f in $(ETC_FILES); do rm -f $(DESTDIR)$(SYSCONFDIR)/$${f%%:*}; done
+
+# The module's sources, as DKMS wants them: no build artefacts.
+dkms-src:
+	rm -rf $(DKMS_SRC)
+	install -d $(DKMS_SRC)
+	find Kbuild dkms.conf kmod uapi \( -name '*.[ch]' -o -name Kbuild -o -name dkms.conf \) ! -name '*.mod.c' \
+		-print0 | cpio -0 -pdm --quiet $(DKMS_SRC)
+
+# Every kernel that has headers (its /lib/modules/<kver>/build) gets it.
+dkms-install: dkms-src
+	dkms add rdmashare/$(VERSION)
+	@set -e; for k in /lib/modules/*; do \
+		[ -e $$k/build/Makefile ] || continue; \
+		dkms install rdmashare/$(VERSION) -k $${k##*/}; \
+	done
+
+dkms-uninstall:
+	-dkms remove rdmashare/$(VERSION) --all
+	rm -rf $(DKMS_SRC)
 
 deps:
 	bash selftests/vm/deps.sh

@@ -29,6 +29,9 @@ enum { RS_UD_SEND, RS_UD_RELEASE, RS_UD_CLOSE, RS_UD_SHUT };
 #define RS_UD_KIND(ud)	((unsigned int)((ud) >> 60) & 7)
 #define RS_UD_MAX	0x3fffffffULL	/* offsets and lengths */
 
+/* AC ids are small file-local numbers; anything larger is not an AC. */
+#define RS_ACST_MAX	(1U << 24)
+
 static struct rs_acst *rs_acst(struct rdmashare *rs, __u32 ac)
 {
 	struct rs_acst *n;
@@ -36,6 +39,8 @@ static struct rs_acst *rs_acst(struct rdmashare *rs, __u32 ac)
 
 	if (ac < rs->nr_acs)
 		return &rs->acs[ac];
+	if (ac >= RS_ACST_MAX)
+		return NULL;
 	want = rs->nr_acs ? rs->nr_acs : 64;
 	while (want <= ac)
 		want *= 2;

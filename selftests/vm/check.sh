@@ -6,7 +6,8 @@
 #   deps      install what is missing (same script as make deps)
 #   build     user library and selftests; rdmashare.ko for Debian 6.1, 6.12
 #             and the debug kernel with W=1 and sparse; uapi header alone
-#             with -std=c90; checkpatch --strict
+#             with -std=c90; checkpatch --strict; a man page per exported
+#             function of librdmashare (man-check.sh)
 #   vm-6.1    kselftests in Debian's stock 6.1
 #   vm-6.12   kselftests in Debian's stock 6.12
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
@@ -154,6 +155,8 @@ if want build; then
 			gcc -std=c90 -pedantic -Wall -Wextra -Werror -I'$RS_TOP/uapi' -x c -o /dev/null -"
 	step "checkpatch --strict" "$LOGS/checkpatch.log" \
 		bash "$RS_VM_DIR/checkpatch.sh"
+	step "build: a man page per exported function, pages render cleanly" \
+		"$LOGS/man-check.log" bash "$RS_VM_DIR/man-check.sh"
 fi
 
 want vm-6.1 && vm_stage vm-6.1 6.1 "$B/6.1/kmod/rdmashare.ko"

@@ -24,6 +24,8 @@ PKGS=(
 	libibverbs-dev librdmacm-dev qperf
 	# benchmarks: make bench-sched's plot
 	python3-matplotlib
+	# packaging: man pages checked, DKMS
+	man-db groff-base dkms
 )
 
 missing=()

@@ -108,8 +108,9 @@ struct rdmashare_ring_offsets {
  * @flags: must be 0
  * @sq_entries: in: SQ size wanted, 0 for the default; rounded up to a power
  *	of two; out: the SQ size
- * @cq_entries: in: CQ size wanted, 0 for twice the SQ; at least the SQ
- *	size; rounded up to a power of two; out: the CQ size
+ * @cq_entries: in: CQ size wanted, 0 for twice the SQ plus @rx_slots; at
+ *	least the SQ size plus @rx_slots; rounded up to a power of two; out:
+ *	the CQ size
  * @data_size: in: bytes wanted for the application's part of the data
  *	area, 0 for the default; rounded up to the page size; out: its size
  * @rings_size: out: length to mmap at RDMASHARE_OFF_RINGS
@@ -120,8 +121,10 @@ struct rdmashare_ring_offsets {
  *	part, then the receive slots
  * @sq_off: out: the SQ in the rings mapping
  * @cq_off: out: the CQ in the rings mapping
- * @max_acs: out: ACs the file may have at once (CONNECT and ACCEPT beyond
- *	it get -ENOBUFS)
+ * @max_acs: out: ACs the file may have at once: a CONNECT beyond it gets
+ *	-ENOBUFS, a peer's CONNECT to a listener of the file is refused
+ *	(-ENOBUFS at the peer); each AC also sets receive slots aside, which
+ *	may run out first
  * @max_waiting: out: SENDs, CLOSEs and SHUTDOWNs the file may have at once
  *	that have not completed; see struct rdmashare_enter
  * @resv: reserved, must be 0
