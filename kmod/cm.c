@@ -46,8 +46,14 @@ MODULE_PARM_DESC(cm_port, "rdma_cm port rdmashare listens on and connects to (18
  * (retries + 1) ACK timeouts.  Not 7, which rxe takes as "forever".
  */
 #define RS_RETRY_COUNT		6
-/* RNR retries: 7 is "forever" for every device; credits make them rare. */
-#define RS_RNR_RETRY_COUNT	7
+/*
+ * RNR retries: finite (7 would be "forever"), so that a peer that posts no
+ * receives costs only its own QP.  rdma_cm's minimum RNR timer is the
+ * largest (655 ms): a QP fails after about 4 s of RNR NAKs in a row, which
+ * with credits only a peer that takes nothing, or a receive path stalled as
+ * long, causes.
+ */
+#define RS_RNR_RETRY_COUNT	6
 /* Private data of CONNECT_REQUEST: the protocol version. */
 struct rs_cm_priv {
 	u8 version;
@@ -302,6 +308,13 @@ static int rs_qp_modify(struct rs_qp *qp, enum ib_qp_state state)
 	ret = rdma_init_qp_attr(qp->cm_id, &attr, &mask);
 	if (ret)
 		return ret;
+	/*
+	 * A passive QP's RNR retries are what the peer's REQ asked for (the
+	 * IB CM lets the requester choose them), 7 meaning "forever": never
+	 * more than ours, whoever connected.
+	 */
+	if ((mask & IB_QP_RNR_RETRY) && attr.rnr_retry > RS_RNR_RETRY_COUNT)
+		attr.rnr_retry = RS_RNR_RETRY_COUNT;
 	return ib_modify_qp(qp->qp, &attr, mask);
 }
 
@@ -424,7 +437,7 @@ void rs_qp_down(struct rs_qp *qp, int error)
 static void rs_qp_down_work(struct work_struct *work)
 {
 	struct rs_qp *qp = container_of(work, struct rs_qp, down_work);
-	bool listed, lost = false;
+	bool listed, had_qp, park = false, lost = false;
 	struct rs_ac *ac;
 
 	/*
@@ -443,7 +456,10 @@ static void rs_qp_down_work(struct work_struct *work)
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
 		ib_modify_qp(qp->qp, &attr, IB_QP_STATE);
-		rdma_disconnect(qp->cm_id);
+		/* With the port down, not now (park.c). */
+		park = rs_park_cm_id(qp->rdev, qp->cm_id);
+		if (!park)
+			rdma_disconnect(qp->cm_id);
 	}
 
 	/* Fail every pinned AC; each drops its reference to the QP. */
@@ -479,12 +495,11 @@ static void rs_qp_down_work(struct work_struct *work)
 	if (qp->qp)
 		ib_drain_sq(qp->qp);
 
-	if (qp->qp) {
+	had_qp = qp->qp;
+	if (qp->qp)
 		ib_destroy_qp(qp->qp);
-		atomic_dec(&qp->rdev->nr_qps);
-	}
 	qp->qp = NULL;
-	if (qp->cm_id)
+	if (qp->cm_id && !park)
 		rdma_destroy_id(qp->cm_id);
 	qp->cm_id = NULL;
 	/* The CQ goes first: no completion can use a TX buffer after that. */
@@ -493,6 +508,9 @@ static void rs_qp_down_work(struct work_struct *work)
 		rs_qp_tx_free(qp);
 	}
 	qp->cq = NULL;
+	/* Its completions are handled or dropped: the device may renew its SRQ. */
+	if (had_qp)
+		rs_device_qp_destroyed(qp->rdev);
 
 	if (listed)
 		rs_qp_put(qp);		/* the peer list's reference */

@@ -125,6 +125,32 @@ static void rs_rx_free(struct rs_device *rdev, u32 n)
 	rdev->rx_bufs = NULL;
 }
 
+static struct ib_srq *rs_srq_alloc(struct rs_device *rdev)
+{
+	struct ib_srq_init_attr attr = {
+		.attr = { .max_wr = rdev->srq_size, .max_sge = 1 },
+		.srq_type = IB_SRQT_BASIC,
+	};
+
+	return ib_create_srq(rdev->pd, &attr);
+}
+
+/* Post every buffer; the SRQ is new, no QP uses it yet. */
+static int rs_srq_fill(struct rs_device *rdev)
+{
+	int ret;
+	u32 i;
+
+	atomic_set(&rdev->rx_posted, 0);
+	for (i = 0; i < rdev->srq_size; i++) {
+		ret = rs_device_post_recv(rdev, &rdev->rx_bufs[i]);
+		if (ret)
+			return ret;
+		atomic_inc(&rdev->rx_posted);
+	}
+	return 0;
+}
+
 /*
  * The SRQ and its buffers; undone by rs_srq_destroy().  Receive completions
  * arrive on the CQ of the QP that took the buffer.
@@ -132,8 +158,7 @@ static void rs_rx_free(struct rs_device *rdev, u32 n)
 static int rs_srq_create(struct rs_device *rdev)
 {
 	struct ib_device *ibdev = rdev->ibdev;
-	struct ib_srq_init_attr attr = {};
-	u32 i, n;
+	u32 n;
 	int ret;
 
 	if (!ibdev->attrs.max_srq || !ibdev->attrs.max_srq_wr) {
@@ -143,10 +168,7 @@ static int rs_srq_create(struct rs_device *rdev)
 	rdev->srq_size = min_t(u32, READ_ONCE(rs_srq_size), ibdev->attrs.max_srq_wr);
 	rdev->rx_buf_size = RS_HDR_LEN + rs_chunk_size;
 
-	attr.attr.max_wr = rdev->srq_size;
-	attr.attr.max_sge = 1;
-	attr.srq_type = IB_SRQT_BASIC;
-	rdev->srq = ib_create_srq(rdev->pd, &attr);
+	rdev->srq = rs_srq_alloc(rdev);
 	if (IS_ERR(rdev->srq)) {
 		ret = PTR_ERR(rdev->srq);
 		rdev->srq = NULL;
@@ -172,12 +194,9 @@ static int rs_srq_create(struct rs_device *rdev)
 			goto out_free_bufs;
 		}
 	}
-	for (i = 0; i < rdev->srq_size; i++) {
-		ret = rs_device_post_recv(rdev, &rdev->rx_bufs[i]);
-		if (ret)
-			goto out_free_bufs;
-		atomic_inc(&rdev->rx_posted);
-	}
+	ret = rs_srq_fill(rdev);
+	if (ret)
+		goto out_free_bufs;
 	return 0;
 
 out_free_bufs:
@@ -201,6 +220,49 @@ static void rs_srq_destroy(struct rs_device *rdev)
 	ib_destroy_srq(rdev->srq);
 	rdev->srq = NULL;
 	rs_rx_free(rdev, rdev->srq_size);
+}
+
+/*
+ * The device's last QP was destroyed: a new SRQ with every buffer posted.
+ *
+ * A QP that dies in the middle of a message received into an SRQ buffer
+ * may keep that buffer without ever completing it (rxe's flush_recv_queue()
+ * flushes only a QP's own RQ and drops the SRQ WQE it was filling), and a
+ * receive completion still in a CQ when ib_free_cq() runs is dropped too:
+ * such buffers count as posted and are gone.  With no QP left, no QP or
+ * completion handler holds any buffer, so every one of them goes back.
+ * Until then, each QP that died mid-message costs at most one buffer.  If a
+ * new SRQ cannot be had, the old one stays as it is.
+ */
+static void rs_srq_renew(struct rs_device *rdev)
+{
+	struct ib_srq *srq;
+	int ret;
+
+	lockdep_assert_held(&rs_peers_lock);
+	srq = rs_srq_alloc(rdev);
+	if (IS_ERR(srq)) {
+		pr_warn_ratelimited("%s: cannot renew the SRQ: %ld\n",
+				    dev_name(&rdev->ibdev->dev), PTR_ERR(srq));
+		return;
+	}
+	ib_destroy_srq(rdev->srq);
+	rdev->srq = srq;
+	ret = rs_srq_fill(rdev);
+	if (ret)
+		pr_warn_ratelimited("%s: SRQ renewed with %d of %u buffers: %d\n",
+				    dev_name(&rdev->ibdev->dev),
+				    atomic_read(&rdev->rx_posted), rdev->srq_size, ret);
+	rs_stat_add(&rdev->stats, RS_STAT_SRQ_RENEWALS, 1);
+}
+
+/* A QP of the device was destroyed (after its SQ was drained). */
+void rs_device_qp_destroyed(struct rs_device *rdev)
+{
+	mutex_lock(&rs_peers_lock);
+	if (atomic_dec_and_test(&rdev->nr_qps) && !rdev->removing)
+		rs_srq_renew(rdev);
+	mutex_unlock(&rs_peers_lock);
 }
 
 static int rs_ib_add(struct ib_device *ibdev)
@@ -230,12 +292,15 @@ static int rs_ib_add(struct ib_device *ibdev)
 	ret = rs_srq_create(rdev);
 	if (ret)
 		goto out_dealloc_pd;
+	ret = rs_park_init(rdev);
+	if (ret)
+		goto out_destroy_srq;
 
 	mutex_lock(&rs_devices_lock);
 	ret = rs_sysfs_add_device(rdev);
 	if (ret) {
 		mutex_unlock(&rs_devices_lock);
-		goto out_destroy_srq;
+		goto out_park_exit;
 	}
 	list_add_tail(&rdev->list, &rs_devices);
 	ib_set_client_data(ibdev, &rs_ib_client, rdev);
@@ -244,6 +309,8 @@ static int rs_ib_add(struct ib_device *ibdev)
 	pr_info("%s: added\n", dev_name(&ibdev->dev));
 	return 0;
 
+out_park_exit:
+	rs_park_exit(rdev);
 out_destroy_srq:
 	rs_srq_destroy(rdev);
 out_dealloc_pd:
@@ -270,6 +337,7 @@ static void rs_ib_remove(struct ib_device *ibdev, void *client_data)
 	rdev->removing = true;
 	mutex_unlock(&rs_peers_lock);
 	rs_qps_down_device(rdev);
+	rs_park_exit(rdev);
 	rs_sysfs_del_device(rdev);
 	rs_srq_destroy(rdev);
 	ib_dealloc_pd(rdev->pd);

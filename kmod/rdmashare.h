@@ -39,7 +39,11 @@ struct rs_rx_buf;
  * @nr_qps: QPs holding verbs resources on the device
  * @removing: rs_ib_remove() runs: no new QP on the device; set and read
  *	under rs_peers_lock
+ * @park: rdma_cm ids of QPs that went down while their port was down
+ *	(park.c)
  */
+struct rs_park;
+
 struct rs_device {
 	struct ib_device *ibdev;
 	struct ib_pd *pd;
@@ -55,6 +59,7 @@ struct rs_device {
 	atomic_t rx_posted;
 	bool removing;
 	struct rs_stats stats;
+	struct rs_park *park;
 };
 
 /**

@@ -26,6 +26,7 @@ enum rs_stat {
 	RS_STAT_RECONNECTS,	/* QPs set up to replace a lost one */
 	RS_STAT_SRQ_REFILLS,	/* receive buffers posted again (devices) */
 	RS_STAT_SRQ_LOW,	/* times the posted buffers fell to a quarter */
+	RS_STAT_SRQ_RENEWALS,	/* SRQ made anew, every buffer posted (devices) */
 	RS_STAT_NR
 };
 

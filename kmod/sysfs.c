@@ -99,6 +99,7 @@ RS_STAT_ATTR(qps_lost, RS_STAT_QPS_LOST);
 RS_STAT_ATTR(reconnects, RS_STAT_RECONNECTS);
 RS_STAT_ATTR(srq_refills, RS_STAT_SRQ_REFILLS);
 RS_STAT_ATTR(srq_low, RS_STAT_SRQ_LOW);
+RS_STAT_ATTR(srq_renewals, RS_STAT_SRQ_RENEWALS);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -116,6 +117,7 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_reconnects.attr,
 	&rs_stat_srq_refills.attr,
 	&rs_stat_srq_low.attr,
+	&rs_stat_srq_renewals.attr,
 	NULL,
 };
 
@@ -125,7 +127,8 @@ static const struct kobj_type rs_dev_ktype;
 static umode_t rs_stat_visible(struct kobject *kobj, struct attribute *attr, int i)
 {
 	if (kobj->ktype != &rs_dev_ktype &&
-	    (attr == &rs_stat_srq_refills.attr || attr == &rs_stat_srq_low.attr))
+	    (attr == &rs_stat_srq_refills.attr || attr == &rs_stat_srq_low.attr ||
+	     attr == &rs_stat_srq_renewals.attr))
 		return 0;
 	return attr->mode;
 }

@@ -11,7 +11,11 @@
  *  - other_acs: chunks addressed to connection ids of ACs on other QPs are
  *    dropped (nothing reaches them, the rogue's QP even stays);
  *  - rejects_not_taken: CONNECTs to a closed port from a peer that takes no
- *    answers: its QP goes.
+ *    answers: its QP goes;
+ *  - rnr_gives_up: a peer that posts no receives loses its QP to the
+ *    finite RNR retry within seconds.
+ * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
+ * leave the device's SRQ whole once the device has no QP left.
  */
 #include <arpa/inet.h>
 
@@ -232,9 +236,8 @@ TEST_F_TIMEOUT(rogue, other_acs, 90)
  * A peer that asks and never takes the answers: CONNECTs to a port nobody
  * listens on, its receive buffers used up and not posted again.  The
  * module's REJECTs wait and pile up, bounded by RS_MAX_REJECTS (1024);
- * the QP goes when that bound or the transport's retries are reached,
- * whichever comes first (seen here: the bound with 6.1's rxe, which keeps
- * answering RNR; the retries with 6.12's), and no other peer notices.
+ * the QP goes when that bound or the transport's (RNR) retries are reached,
+ * whichever comes first, and no other peer notices.
  */
 TEST_F_TIMEOUT(rogue, rejects_not_taken, 180)
 {
@@ -252,6 +255,193 @@ TEST_F_TIMEOUT(rogue, rejects_not_taken, 180)
 	}
 	TH_LOG("%u CONNECTs sent (%d)", i - 1, ret);
 	dropped_only_rogue(_metadata, self);
+}
+
+/*
+ * QPs that die in the middle of a message: the rogue posts a 16 KiB SEND
+ * whose second half has a bad memory key, so its rxe sends the first 8 KiB
+ * and fails; the rogue leaves and the module's QP goes while it fills an
+ * SRQ buffer, which rxe then never completes.  On a device of its own (the spare link, RS_TEST_NETDEV)
+ * with the smallest SRQ (16 buffers), 40 such QPs would take every buffer;
+ * the module makes a device's SRQ anew, every buffer posted, whenever its
+ * last QP has gone (srq_renewals), so an AC over that device then still
+ * carries messages that need every buffer.
+ */
+#define SRQ_DEV		"rxe_srq"
+#define SRQ_ADDR	"198.19.0.1"
+#define SRQ_ROGUE	"198.19.0.2"
+#define SRQ_ROUNDS	40
+
+static void srq_cleanup(void)
+{
+	rs_sh("rdma link delete " SRQ_DEV " 2>/dev/null");
+	rs_sh("ip addr del " SRQ_ADDR "/24 dev %s 2>/dev/null",
+	      getenv("RS_TEST_NETDEV") ?: "veth1");
+	rs_sh("ip addr del " SRQ_ROGUE "/32 dev %s 2>/dev/null",
+	      getenv("RS_TEST_NETDEV") ?: "veth1");
+	rs_write_file(RS_SYSFS "/srq_size", "512");
+}
+
+static long srq_dev_read(const char *what)
+{
+	char path[256], buf[32];
+
+	snprintf(path, sizeof(path), RS_SYSFS "/devices/" SRQ_DEV "/%s", what);
+	if (rs_read_file(path, buf, sizeof(buf)))
+		return -1;
+	return atol(buf);
+}
+
+/*
+ * A peer that posts no receives: the module's answers get RNR NAKs, and
+ * the finite RNR retry (about 4 s) takes the rogue's QP down, long before
+ * the idle timeout (60 s) or the bound on queued REJECTs would.
+ */
+TEST_F_TIMEOUT(rogue, rnr_gives_up, 90)
+{
+	struct rogue_conn cp = {
+		.port = htonl(PORT + 9), .slot_size = htonl(16384), .credits = htonl(4),
+	};
+	double t0 = rs_now(), end = t0 + 30;
+	uint32_t i;
+
+	self->r.no_repost = 1;
+	/* Its 16 receives take 16 REJECTs; the 17th and later get RNR NAKs. */
+	for (i = 1; i <= ROGUE_RECVS + 4; i++) {
+		rogue_hdr(self->r.buf, ROGUE_CONNECT, 0, 0, i, 0, 0, 0, sizeof(cp), 0);
+		memcpy(self->r.buf + ROGUE_HDR_LEN, &cp, sizeof(cp));
+		ASSERT_EQ(0, rogue_send(&self->r, ROGUE_HDR_LEN + sizeof(cp)));
+	}
+	while (rogue_peer_listed() && rs_now() < end)
+		usleep(100000);
+	TH_LOG("the rogue's QP went after %.1f s", rs_now() - t0);
+	dropped_only_rogue(_metadata, self);
+}
+
+/* rxe setup and 40 QPs are slow under emulation and in the debug kernel. */
+FIXTURE(srq) {
+	int unused;
+};
+
+FIXTURE_SETUP(srq)
+{
+}
+
+FIXTURE_TEARDOWN(srq)
+{
+	srq_cleanup();
+}
+
+/*
+ * The rogue's rounds, in a child process: librdmacm keeps every device
+ * open while the process lives, and removing the device waits for that.
+ * Returns 0, or the round that failed (1-based); -1 when the setup did.
+ */
+static int srq_rogue_rounds(void)
+{
+	struct ibv_send_wr *bad, wr = {
+		.num_sge = 2, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_sge sge[2];
+	struct rogue r;
+	double end;
+	int i, ret;
+
+	for (i = 1; i <= SRQ_ROUNDS; i++) {
+		ret = rogue_open(&r, SRQ_ADDR, SRQ_ROGUE, ROGUE_PORT);
+		if (ret != RDMA_CM_EVENT_ESTABLISHED) {
+			fprintf(stderr, "# round %d: rogue_open: %d\n", i, ret);
+			return i;
+		}
+		/*
+		 * 8 KiB, then a second half whose key is wrong: rxe sends the
+		 * first packets, fails on the second SGE and the rogue's QP
+		 * goes to the error state in the middle of the message.
+		 */
+		memset(r.buf, 0xa5, 16384);
+		sge[0] = (struct ibv_sge){ .addr = (uintptr_t)r.buf, .length = 8192,
+					   .lkey = r.mr->lkey };
+		sge[1] = (struct ibv_sge){ .addr = (uintptr_t)r.buf + 8192, .length = 8192,
+					   .lkey = r.mr->lkey ^ 0x5a5a00 };
+		wr.sg_list = sge;
+		if (ibv_post_send(r.id->qp, &wr, &bad)) {
+			fprintf(stderr, "# round %d: post failed\n", i);
+			return i;
+		}
+		ret = rogue_poll(&r, 5000, NULL);
+		if (ret > -1000) {
+			fprintf(stderr, "# round %d: the SEND did not fail: %d\n", i, ret);
+			return i;
+		}
+		rogue_close(&r);
+		end = rs_now() + 30;
+		while (srq_dev_read("qps") > 0 && rs_now() < end)
+			usleep(20000);
+		if (srq_dev_read("qps")) {
+			fprintf(stderr, "# round %d: the module's QP stays\n", i);
+			rs_sh("cat /sys/kernel/debug/rdmashare/peers/* >&2; rdma res show qp >&2");
+			return i;
+		}
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(srq, buffers_of_dead_qps, 600)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PORT + 20) };
+	const char *netdev = getenv("RS_TEST_NETDEV") ?: "veth1";
+	static char out[16384], in[16384];
+	long renewals0, renewals;
+	struct rdmashare *rs;
+	int i, l, c, s, status;
+	double end;
+	pid_t pid;
+
+	srq_cleanup();
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/srq_size", "16"));
+	ASSERT_EQ(0, rs_sh("ip addr add " SRQ_ADDR "/24 dev %s && ip addr add " SRQ_ROGUE
+			   "/32 dev %s && ip link set %s up", netdev, netdev, netdev));
+	ASSERT_EQ(0, rs_sh("rdma link add " SRQ_DEV " type rxe netdev %s", netdev));
+	usleep(500000);
+	ASSERT_EQ(16, srq_dev_read("srq_size"));
+	renewals0 = srq_dev_read("stats/srq_renewals");
+	EXPECT_LE(0, renewals0);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(srq_rogue_rounds());
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("round %d failed", WEXITSTATUS(status));
+	renewals = srq_dev_read("stats/srq_renewals");
+	EXPECT_LE(renewals0 + SRQ_ROUNDS, renewals);
+
+	/* 64 messages of 16 KiB, 16 in flight: every buffer of the SRQ in use. */
+	inet_pton(AF_INET, SRQ_ADDR, &sin.sin_addr);
+	rs = rs_open_setup(4 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT + 20, 4);
+	ASSERT_LT(0, l);
+	c = rdmashare_connect(rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, c);
+	s = rdmashare_accept(rs, l, 20000);
+	ASSERT_LT(0, s);
+	for (i = 0; i < 64; i++) {
+		memset(out, i, sizeof(out));
+		ASSERT_EQ(0, rdmashare_send(rs, c, out, sizeof(out)));
+		if (i < 15)
+			continue;
+		ASSERT_EQ(sizeof(in), rdmashare_recv(rs, s, in, sizeof(in), 20000))
+			TH_LOG("message %d", i - 15);
+		EXPECT_EQ((i - 15) & 0xff, (unsigned char)in[sizeof(in) - 1]);
+	}
+	for (i = 49; i < 64; i++)
+		ASSERT_EQ(sizeof(in), rdmashare_recv(rs, s, in, sizeof(in), 20000));
+	rdmashare_close(rs);
+	end = rs_now() + 30;
+	while (srq_dev_read("qps") > 0 && rs_now() < end)
+		usleep(20000);
 }
 
 TEST_HARNESS_MAIN

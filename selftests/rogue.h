@@ -110,7 +110,7 @@ static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *sr
 		.rnr_retry_count = 7,
 	};
 	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 16, .max_recv_wr = ROGUE_RECVS, .max_send_sge = 1,
+		.cap = { .max_send_wr = 16, .max_recv_wr = ROGUE_RECVS, .max_send_sge = 2,
 			 .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
