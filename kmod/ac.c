@@ -326,6 +326,12 @@ static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
 	if (!res && op->opcode == RDMASHARE_OP_SEND)
 		res = op->len;
+	/*
+	 * A CLOSE frees the id, after its completion (rs_ac_finish()): from
+	 * that completion on, the application can no longer name the AC.
+	 */
+	if (op->opcode == RDMASHARE_OP_CLOSE)
+		WRITE_ONCE(ac->handed_out, false);
 	trace_rdmashare_op_done(ac, op->opcode, op->user_data, res);
 	rs_ac_cqe(ac, RDMASHARE_CQE_OP, op->opcode, op->user_data, res, 0);
 	kfree(op);
@@ -808,6 +814,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		 */
 		if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
 			rs_ac_do_close(ac, 0, true);
+			WRITE_ONCE(ac->handed_out, false);
 			rs_complete_op(rf, sqe, 0);
 			rs_ac_del_from_file(ac);
 			return;

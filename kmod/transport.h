@@ -243,7 +243,8 @@ struct rs_send {
  * @backlog_max: listener: limit of @backlog
  * @qp_lost: the AC closed because its QP went down
  * @handed_out: LISTEN, CONNECT or ACCEPT gave the application its id; until
- *	then the application cannot name it
+ *	then, and again from its CLOSE's completion on, the application
+ *	cannot name it
  * @cqe_used: its CLOSED completion was posted (or its reservation returned),
  *	under @rf->ac_lock; see rs_ac_take_cqe()
  *
