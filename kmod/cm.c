@@ -456,8 +456,8 @@ static void rs_qp_down_work(struct work_struct *work)
 		struct ib_qp_attr attr = { .qp_state = IB_QPS_ERR };
 
 		ib_modify_qp(qp->qp, &attr, IB_QP_STATE);
-		/* With the port down, not now (park.c). */
-		park = rs_park_cm_id(qp->rdev, qp->cm_id);
+		/* With the port down, not now: the cm_id waits (park.c). */
+		park = rs_park_wanted(qp->rdev, qp->cm_id);
 		if (!park)
 			rdma_disconnect(qp->cm_id);
 	}
@@ -499,8 +499,12 @@ static void rs_qp_down_work(struct work_struct *work)
 	if (qp->qp)
 		ib_destroy_qp(qp->qp);
 	qp->qp = NULL;
-	if (qp->cm_id && !park)
+	/* Parked only now: nothing of the QP (its event handler) uses it. */
+	if (qp->cm_id && !(park && rs_park_cm_id(qp->rdev, qp->cm_id))) {
+		if (park)
+			rdma_disconnect(qp->cm_id);
 		rdma_destroy_id(qp->cm_id);
+	}
 	qp->cm_id = NULL;
 	/* The CQ goes first: no completion can use a TX buffer after that. */
 	if (qp->cq) {

@@ -78,16 +78,24 @@ static bool rs_port_active(struct rdma_cm_id *id)
 	return up;
 }
 
+/* Should the down work of a QP hold back the CM messages of @id? */
+bool rs_park_wanted(struct rs_device *rdev, struct rdma_cm_id *id)
+{
+	return rdev && id->device && !rs_port_active(id);
+}
+
 /*
- * The down work of a QP is done with @id: true if it was parked (the caller
- * must not touch it again), false if the caller destroys it now.
+ * The down work of a QP is done with @id, and the QP is destroyed: true if
+ * the id was parked (the caller must not touch it again), false if the
+ * caller disconnects and destroys it now (its port is up again, the device
+ * goes, or too many wait).
  */
 bool rs_park_cm_id(struct rs_device *rdev, struct rdma_cm_id *id)
 {
 	struct rs_park *park;
 	struct rs_parked *p;
 
-	if (!rdev || !id->device || rs_port_active(id))
+	if (!rs_park_wanted(rdev, id))
 		return false;
 	park = rdev->park;
 	p = kmalloc(sizeof(*p), GFP_KERNEL);

@@ -370,6 +370,7 @@ struct rs_reject {
 struct rs_device *rs_device_get_by_ibdev(struct ib_device *ibdev);
 int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx);
 void rs_device_qp_destroyed(struct rs_device *rdev);
+bool rs_park_wanted(struct rs_device *rdev, struct rdma_cm_id *id);
 bool rs_park_cm_id(struct rs_device *rdev, struct rdma_cm_id *id);
 int rs_park_init(struct rs_device *rdev);
 void rs_park_exit(struct rs_device *rdev);
