@@ -10,6 +10,13 @@
 #             function of librdmashare (man-check.sh)
 #   vm-6.1    kselftests in Debian's stock 6.1
 #   vm-6.12   kselftests in Debian's stock 6.12
+#   install   README.md's install steps in a clean root (an overlay of the
+#             host's root): make install, make dkms-install; in stock 6.1
+#             and 6.12 guests booted from that root with the build tree
+#             hidden: modprobe rdmashare, udev's rule, a program built with
+#             pkg-config against the installed library, rdmashare status;
+#             the installed man pages; then make uninstall and make
+#             dkms-uninstall must leave nothing (install-stage.sh)
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
 #             kmemleak)
 #   vm-pair-debug  two debug guests on one emulated link: rs-pingpong over
@@ -46,7 +53,7 @@ mkdir -p "$LOGS"
 passed=0
 failed=0
 start=$(date +%s)
-all_stages="build vm-6.1 vm-6.12 vm-debug vm-pair-debug vm-soak-debug"
+all_stages="build vm-6.1 vm-6.12 install vm-debug vm-pair-debug vm-soak-debug"
 stages=${RS_STAGES:-$all_stages}
 
 want() { [[ " $stages " == *" $1 "* ]]; }
@@ -162,6 +169,8 @@ fi
 
 want vm-6.1 && vm_stage vm-6.1 6.1 "$B/6.1/kmod/rdmashare.ko"
 want vm-6.12 && vm_stage vm-6.12 6.12 "$B/6.12/kmod/rdmashare.ko"
+want install && step "install: make install, make dkms-install; modprobe, pkg-config, rdmashare status in stock 6.1 and 6.12 guests; uninstall leaves nothing" \
+	"$LOGS/install.log" env RS_INSTALL_OUT="$LOGS/install" bash "$RS_VM_DIR/install-stage.sh" 6.1 6.12
 want vm-debug && vm_stage vm-debug debug "$B/debug/kmod/rdmashare.ko" \
 	--kunit "$B/debug/kmod/tests/rdmashare_kunit.ko"
 # pair_stage NAME KERNEL MODULE: the two-guest tests.  Each guest's results

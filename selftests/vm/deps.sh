@@ -26,6 +26,8 @@ PKGS=(
 	python3-matplotlib
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
+	# the install stage: udev applies the installed rule in the guests
+	udev
 )
 
 missing=()

@@ -26,8 +26,10 @@
 #   --out DIR        keep the results in DIR (default: a temporary directory,
 #                    removed afterwards)
 #   --quiet          print the command's output only when the run fails
+#   --root DIR       the guests' root file system (default /, the host's);
+#                    the install stage passes its overlay of the host root
 #
-# In the guest: the host root read-only at /, tmpfs on /tmp, /run, /root;
+# In the guest: the host root (or --root) read-only at /, tmpfs on /tmp, /run, /root;
 # rxe0 on veth0 (one guest, address $RS_IP, loopback) or on eth0 (two guests,
 # $RS_IP and $RS_PEER_IP); the environment has RS_IP, RS_IP6, RS_PEER_IP,
 # RS_PEER_IP6, RS_MODULE and RS_WORK (the guest's results directory).  The
@@ -48,6 +50,7 @@ reboot_cmd=
 timeout=300
 out=
 quiet=0
+root=/
 smp=${RS_VM_SMP:-}
 mem=${RS_VM_MEM:-2048}
 
@@ -62,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--quiet) quiet=1; shift ;;
+	--root) root=$(realpath "$2"); shift 2 ;;
 	--) shift; break ;;
 	*) rs_die "run-vm.sh: unknown option $1" ;;
 	esac
@@ -221,7 +225,7 @@ boot_guest() {
 		-accel "$accel" "${cpu_args[@]}" -m "$mem" -smp "$smp" \
 		-nographic -no-reboot -nodefaults -serial "file:$w/console.log" \
 		-kernel "$vmlinuz" "${initrd[@]}" -append "$append" \
-		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-virtfs "local,path=$root,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
 		-virtfs "local,path=$w,mount_tag=work,security_model=none" \
 		-virtfs "local,path=$RS_TOP,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
 		"${netargs[@]}" </dev/null >"$w/qemu.log" 2>&1 &
