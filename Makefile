@@ -18,6 +18,8 @@
 #                         (RS_FUZZ_SEED to repeat one); not part of make check
 #   make soak             30 minutes of the two-guest soak on the debug kernel
 #                         (RS_SOAK_SECS); make check runs 2
+#   make rxe-repro        the stock 6.12 two-guest fault without rdmashare,
+#                         10 rounds (Documentation/testing.rst)
 #   make modules_install  install rdmashare.ko into /lib/modules/<kver>/extra
 #   make dkms-install     the module's sources into /usr/src/rdmashare-<ver>,
 #                         then dkms add, build and install for every kernel
@@ -55,7 +57,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sched fuzz soak
+	kdir-check bench bench-transport bench-sched fuzz soak rxe-repro
 
 all: module userlib selftests
 
@@ -122,6 +124,9 @@ fuzz:
 
 soak:
 	bash selftests/vm/soak.sh
+
+rxe-repro:
+	bash selftests/vm/rxe-repro.sh
 
 # Every benchmark is a bench-<name> target and a prerequisite of bench.
 bench: bench-transport bench-sched

@@ -28,12 +28,11 @@
 #             client's rxe0 removed and added back, the peer's power cut
 #             and the peer booting again (make soak: 30 minutes)
 #   vm-pair   (only when RS_STAGES names it) the same on Debian's stock
-#             6.12, which under QEMU 7.2's TCG dies now and then in rdma_rxe
-#             on the emulated NIC: a double fault in rxe's skb allocation
-#             (an interrupted frame's RFLAGS holding a pointer; 1 run in 3
-#             to 8, with or without mitigations), and once, with perftest
-#             alone and no rdmashare, a GPF in rxe_skb_tx_dtor.  The debug
-#             kernel (the same rxe source) has not, so it runs the two-guest
+#             6.12, which faults now and then under QEMU 7.2's TCG without
+#             rdmashare too (rxe-repro.sh reproduces it with perftest
+#             alone; an interrupted frame's RFLAGS with reserved bits set:
+#             the emulator's; Documentation/testing.rst, "Stock 6.12 in two
+#             guests").  The debug kernel has not, so it runs the two-guest
 #             tests by default.
 #
 # Each build stage counts as one test; each VM stage counts the tests it ran
