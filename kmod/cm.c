@@ -54,11 +54,57 @@ MODULE_PARM_DESC(cm_port, "rdma_cm port rdmashare listens on and connects to (18
  * long, causes.
  */
 #define RS_RNR_RETRY_COUNT	6
-/* Private data of CONNECT_REQUEST: the protocol version. */
+/*
+ * Private data of the REQ and of the REP: the newest protocol version the
+ * active side speaks, and in the REP the one the passive side chose (the
+ * lower of the two newest); from version 2, the size of the sender's
+ * receive buffers, which bounds a batch (proto.h).  Version 1 sends the
+ * first four bytes only.
+ */
 struct rs_cm_priv {
 	u8 version;
 	u8 resv[3];
+	__be32 rx_size;
 } __packed;
+
+#define RS_CM_PRIV_V1_LEN	4
+
+/*
+ * The version and the peer's receive buffer size from its private data;
+ * @newest is the newest the other side allows (the REP must not exceed the
+ * REQ's).  A peer that sends none, an older version than this host speaks,
+ * or receive buffers too small for a control record is refused.
+ */
+static int rs_cm_priv_parse(struct rs_qp *qp, const void *data, u8 len, u8 newest)
+{
+	const struct rs_cm_priv *priv = data;
+	u32 rx_size;
+
+	if (!data || len < RS_CM_PRIV_V1_LEN || priv->version < RS_PROTO_VERSION_MIN)
+		return -EPROTO;
+	qp->version = min(priv->version, newest);
+	qp->peer_rx_size = 0;
+	if (qp->version < 2)
+		return 0;
+	if (len < sizeof(*priv))
+		return -EPROTO;
+	rx_size = be32_to_cpu(priv->rx_size);
+	if (rx_size < RS_HDR_LEN + RS_CONN_PARAMS_LEN)
+		return -EPROTO;
+	qp->peer_rx_size = min_t(u32, rx_size, RS_HDR_LEN + RS_PROTO_MAX_CHUNK);
+	return 0;
+}
+
+/* This host's private data for @version. */
+static void rs_cm_priv_init(struct rs_qp *qp, u8 version, struct rs_cm_priv *priv,
+			    struct rdma_conn_param *param)
+{
+	memset(priv, 0, sizeof(*priv));
+	priv->version = version;
+	priv->rx_size = cpu_to_be32(qp->rdev->rx_buf_size);
+	param->private_data = priv;
+	param->private_data_len = version < 2 ? RS_CM_PRIV_V1_LEN : sizeof(*priv);
+}
 
 static struct rdma_cm_id *rs_listen_id;
 struct workqueue_struct *rs_wq;
@@ -526,12 +572,13 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	const struct rs_cm_priv *priv = ev->param.conn.private_data;
 	struct sockaddr *src = (struct sockaddr *)&id->route.addr.dst_addr;
 	struct rdma_conn_param param = {};
+	struct rs_cm_priv reply;
 	struct rs_peer *peer;
 	struct rs_qp *qp;
 	int ret;
 
-	if (ev->param.conn.private_data_len < sizeof(*priv) ||
-	    priv->version != RS_PROTO_VERSION) {
+	if (ev->param.conn.private_data_len < RS_CM_PRIV_V1_LEN ||
+	    priv->version < RS_PROTO_VERSION_MIN) {
 		pr_warn_ratelimited("rejected a peer speaking another protocol\n");
 		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 		return 1;
@@ -568,6 +615,11 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	qp->loop = rs_addr_equal((struct sockaddr *)&id->route.addr.src_addr,
 				 (struct sockaddr *)&id->route.addr.dst_addr);
 	id->context = qp;
+	ret = rs_cm_priv_parse(qp, priv, ev->param.conn.private_data_len, RS_PROTO_VERSION);
+	if (ret) {
+		pr_warn_ratelimited("rejected %pISc: bad protocol parameters\n", src);
+		goto out_unlock;
+	}
 	ret = rs_qp_create_ib(qp);
 	if (ret)
 		goto out_unlock;
@@ -579,6 +631,7 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (ret) {
 		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 	} else {
+		rs_cm_priv_init(qp, qp->version, &reply, &param);
 		param.qp_num = qp->qp_num;
 		param.srq = 1;
 		param.rnr_retry_count = RS_RNR_RETRY_COUNT;
@@ -631,7 +684,7 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rs_qp *qp = id->context;
 	struct rdma_conn_param param = {};
-	struct rs_cm_priv priv = { .version = RS_PROTO_VERSION };
+	struct rs_cm_priv priv;
 	int ret;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -652,8 +705,7 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		ret = rs_qp_create_ib(qp);
 		mutex_unlock(&rs_peers_lock);
 		if (!ret) {
-			param.private_data = &priv;
-			param.private_data_len = sizeof(priv);
+			rs_cm_priv_init(qp, RS_PROTO_VERSION, &priv, &param);
 			param.qp_num = qp->qp_num;
 			param.srq = 1;
 			param.rnr_retry_count = RS_RNR_RETRY_COUNT;
@@ -670,7 +722,13 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 			break;
 		}
-		ret = rs_qp_ready(qp);
+		ret = rs_cm_priv_parse(qp, ev->param.conn.private_data,
+				       ev->param.conn.private_data_len, RS_PROTO_VERSION);
+		if (ret)
+			pr_warn_ratelimited("QP %u: the peer's REP has bad protocol parameters\n",
+					    qp->qp_num);
+		else
+			ret = rs_qp_ready(qp);
 		if (ret)
 			rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 		else

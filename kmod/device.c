@@ -61,9 +61,11 @@ int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx)
 }
 
 /*
- * A SEND arrived on one of the device's QPs: decode it, hand it to the AC
- * layer, give the buffer back to the SRQ.  Everything is copied out before
- * this returns, so the SRQ never waits for an application.
+ * A SEND arrived on one of the device's QPs: check every record of it, hand
+ * them to the AC layer in order, give the buffer back to the SRQ.  A SEND
+ * with one bad record is refused whole, before any record acts.  Everything
+ * is copied out before this returns, so the SRQ never waits for an
+ * application.
  */
 static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -71,7 +73,9 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct rs_device *rdev = rx->rdev;
 	/* Valid: a QP is destroyed only after its CQ was drained (cm.c). */
 	struct rs_qp *qp = wc->qp->qp_context;
+	u32 max_chunk = rdev->rx_buf_size - RS_HDR_LEN;
 	struct rs_proto_msg m;
+	size_t pos = 0, at;
 	int ret;
 
 	/* Posted buffers fell to a quarter of the SRQ: the refills lag. */
@@ -90,16 +94,23 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	ib_dma_sync_single_for_cpu(rdev->ibdev, rx->dma, rdev->rx_buf_size,
 				   DMA_FROM_DEVICE);
-	ret = rs_proto_decode(rx->buf, wc->byte_len, rdev->rx_buf_size - RS_HDR_LEN, &m);
-	if (ret) {
+	ret = rs_proto_check_batch(rx->buf, wc->byte_len, qp->version, max_chunk);
+	if (ret < 0) {
 		/* A broken or hostile peer: it loses its QP, nobody else. */
 		pr_warn_ratelimited("%s: QP %u: malformed message: %d\n",
 				    dev_name(&rdev->ibdev->dev), qp->qp_num, ret);
 		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
 		rs_qp_down(qp, -EPROTO);
-	} else {
+		goto repost;
+	}
+	rs_qp_stat(qp, RS_STAT_RX_SENDS, 1);
+	for (at = 0; rs_proto_next(rx->buf, wc->byte_len, &pos, qp->version,
+				   max_chunk, &m) > 0; at = pos) {
+		/* A record the AC layer refused took the QP down: no more. */
+		if (READ_ONCE(qp->state) == RS_QP_DOWN)
+			break;
 		rs_qp_count_msg(qp, &m, true);
-		rs_ac_recv(qp, &m, rx->buf + RS_HDR_LEN);
+		rs_ac_recv(qp, &m, rx->buf + at + RS_HDR_LEN);
 	}
 repost:
 	ret = rs_device_post_recv(rdev, rx);

@@ -137,13 +137,18 @@ static int rs_proto_check(const struct rs_proto_msg *m, u32 max_chunk)
 /**
  * rs_proto_encode() - write the header (and control payload) of @m
  * @m: the message; for DATA, @m->len bytes of payload follow the header
+ * @version: the QP's protocol version
  * @buf: where to write
  * @buf_len: room at @buf
+ *
+ * The caller writes a DATA payload and, for version 2, the padding up to
+ * rs_proto_rec_len() (zeroes).
  *
  * Return: bytes written (the header, plus the payload of a control
  * message), -ENOSPC when @buf is too small, -EINVAL for an invalid message.
  */
-int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len)
+int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
+		    size_t buf_len)
 {
 	struct rs_wire_hdr *h = buf;
 	void *p = (u8 *)buf + RS_HDR_LEN;
@@ -153,12 +158,14 @@ int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len)
 
 	if (rs_proto_check(m, RS_PROTO_MAX_CHUNK))
 		return -EINVAL;
+	if (version < RS_PROTO_VERSION_MIN || version > RS_PROTO_VERSION)
+		return -EINVAL;
 	if (m->type != RS_MSG_DATA)
 		total += m->len;
 	if (buf_len < total)
 		return -ENOSPC;
 
-	h->version = RS_PROTO_VERSION;
+	h->version = version;
 	h->type = m->type;
 	h->flags = cpu_to_be16(m->flags);
 	h->dst_conn = cpu_to_be32(m->dst_conn);
@@ -186,9 +193,10 @@ int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len)
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_encode);
 
 /**
- * rs_proto_decode() - parse and validate a received message
- * @buf: the received bytes
- * @buf_len: how many were received
+ * rs_proto_decode() - parse and validate one record
+ * @buf: the record
+ * @buf_len: its length: the header and exactly its payload
+ * @version: the QP's protocol version
  * @max_chunk: largest DATA payload this host accepts
  * @m: the decoded message
  *
@@ -197,7 +205,7 @@ EXPORT_SYMBOL_IF_KUNIT(rs_proto_encode);
  * Return: 0; -EPROTONOSUPPORT for another protocol version; -EBADMSG for a
  * truncated, inconsistent or unknown message.
  */
-int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
+int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 		    struct rs_proto_msg *m)
 {
 	const struct rs_wire_hdr *h = buf;
@@ -207,7 +215,7 @@ int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
 
 	if (buf_len < RS_HDR_LEN)
 		return -EBADMSG;
-	if (h->version != RS_PROTO_VERSION)
+	if (h->version != version)
 		return -EPROTONOSUPPORT;
 
 	memset(m, 0, sizeof(*m));
@@ -245,6 +253,79 @@ int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
 	return rs_proto_check(m, max_chunk);
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_decode);
+
+/**
+ * rs_proto_next() - the next record of a received SEND
+ * @buf: the SEND
+ * @len: its length
+ * @pos: in: where the record starts (0 for the first); out: the next one
+ * @version: the QP's protocol version
+ * @max_chunk: largest DATA payload this host accepts
+ * @m: the decoded record; a DATA payload is at @buf + (in) *@pos +
+ *     RS_HDR_LEN
+ *
+ * Return: 1 with @m decoded; 0 after the last record; -EBADMSG or
+ * -EPROTONOSUPPORT when the SEND is malformed (an empty SEND is).
+ */
+int rs_proto_next(const void *buf, size_t len, size_t *pos, u8 version,
+		  u32 max_chunk, struct rs_proto_msg *m)
+{
+	const struct rs_wire_hdr *h;
+	size_t left, rec;
+	u32 plen;
+	int ret;
+
+	if (*pos > len)
+		return -EBADMSG;
+	if (*pos == len)
+		return len ? 0 : -EBADMSG;
+	left = len - *pos;
+	if (left < RS_HDR_LEN)
+		return -EBADMSG;
+	h = (const void *)((const u8 *)buf + *pos);
+	plen = be32_to_cpu(h->len);
+	if (plen > left - RS_HDR_LEN)
+		return -EBADMSG;
+	rec = rs_proto_rec_len(version, plen);
+	if (rec > left)
+		return -EBADMSG;
+	/* Version 1: one record, the whole SEND. */
+	if (version < 2 && (*pos || rec != len))
+		return -EBADMSG;
+	if (rec > RS_HDR_LEN + plen &&
+	    memchr_inv((const u8 *)h + RS_HDR_LEN + plen, 0, rec - RS_HDR_LEN - plen))
+		return -EBADMSG;
+	ret = rs_proto_decode(h, RS_HDR_LEN + plen, version, max_chunk, m);
+	if (ret)
+		return ret;
+	*pos += rec;
+	return 1;
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_next);
+
+/**
+ * rs_proto_check_batch() - validate every record of a received SEND
+ * @buf: the SEND
+ * @len: its length
+ * @version: the QP's protocol version
+ * @max_chunk: largest DATA payload this host accepts
+ *
+ * A SEND is taken whole or not at all: the receiver checks it with this
+ * before it acts on any record.
+ *
+ * Return: the number of records (>= 1), or -EBADMSG, -EPROTONOSUPPORT.
+ */
+int rs_proto_check_batch(const void *buf, size_t len, u8 version, u32 max_chunk)
+{
+	struct rs_proto_msg m;
+	size_t pos = 0;
+	int n = 0, ret;
+
+	while ((ret = rs_proto_next(buf, len, &pos, version, max_chunk, &m)) > 0)
+		n++;
+	return ret ? ret : n;
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_check_batch);
 
 /*
  * The errno a REJECT from the peer gives the CONNECT: only the ones a peer's

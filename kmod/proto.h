@@ -2,10 +2,10 @@
 /*
  * rdmashare: the wire format between two rdmashare hosts.
  *
- * Every message on a shared RC QP is one SEND: a 32-byte header, big endian,
- * followed by "len" bytes of payload.  Data messages carry one chunk of an
- * application message; control messages manage abstract connections (ACs)
- * and carry a small fixed-size payload of their own.
+ * Every message on a shared RC QP is a record: a 32-byte header, big
+ * endian, followed by "len" bytes of payload.  Data messages carry one chunk
+ * of an application message; control messages manage abstract connections
+ * (ACs) and carry a small fixed-size payload of their own.
  *
  *   0       1       2               4
  *   +-------+-------+---------------+
@@ -20,6 +20,12 @@
  *   |            credits            |  receive slots granted to the peer
  *   +-------------------------------+
  *
+ * Version 1: a SEND is exactly one record.  Version 2: a SEND is a batch of
+ * one or more records, each padded with zeroes to a multiple of 8 bytes, in
+ * the order the sender's scheduler chose them; a malformed record makes the
+ * whole SEND malformed.  The version is negotiated when the QP is set up
+ * (cm.c) and every record carries it.
+ *
  * Connection ids are the host's own numbers for its end of an AC, unique per
  * peer transport; 0 means none.  "credits" on any message returns that many
  * receive slots to the sender of dst_conn.  Documented in
@@ -28,11 +34,14 @@
 #ifndef _RDMASHARE_PROTO_H
 #define _RDMASHARE_PROTO_H
 
+#include <linux/align.h>
 #include <linux/bits.h>
 #include <linux/types.h>
 
-#define RS_PROTO_VERSION	1
+#define RS_PROTO_VERSION	2	/* the newest this host speaks */
+#define RS_PROTO_VERSION_MIN	1	/* the oldest */
 #define RS_HDR_LEN		32
+#define RS_REC_ALIGN		8	/* version 2: records start aligned */
 
 /* Hard limits of the protocol; tunables are checked against them. */
 #define RS_PROTO_MAX_CHUNK	BIT(20)		/* payload of one SEND */
@@ -88,10 +97,22 @@ struct rs_proto_msg {
 	};
 };
 
+/* Bytes a record with @len bytes of payload takes in a SEND of @version. */
+static inline size_t rs_proto_rec_len(u8 version, u32 len)
+{
+	size_t n = RS_HDR_LEN + (size_t)len;
+
+	return version >= 2 ? ALIGN(n, RS_REC_ALIGN) : n;
+}
+
 int rs_proto_payload_len(u8 type, u32 data_len);
-int rs_proto_encode(const struct rs_proto_msg *m, void *buf, size_t buf_len);
-int rs_proto_decode(const void *buf, size_t buf_len, u32 max_chunk,
+int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
+		    size_t buf_len);
+int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 		    struct rs_proto_msg *m);
+int rs_proto_next(const void *buf, size_t len, size_t *pos, u8 version,
+		  u32 max_chunk, struct rs_proto_msg *m);
+int rs_proto_check_batch(const void *buf, size_t len, u8 version, u32 max_chunk);
 int rs_proto_reject_errno(u32 error);
 
 #endif /* _RDMASHARE_PROTO_H */

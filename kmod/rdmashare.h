@@ -215,6 +215,7 @@ extern unsigned int rs_idle_timeout_ms;
 extern const struct attribute_group rs_tunables_group;
 extern unsigned int rs_sched_quantum;
 extern unsigned int rs_tx_chunk;
+extern unsigned int rs_coalesce_max;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;

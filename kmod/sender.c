@@ -7,9 +7,14 @@
  * the sender.  Each round takes, under the QP's lock, one unit of work in
  * this order: a REJECT owed to a peer, a control message of an AC, then
  * the next chunk of the AC the scheduler picks.  The payload is copied into
- * a registered TX buffer outside the lock, then posted.  A chunk needs one
- * credit (a receive slot at the peer); an AC without credits leaves the
- * scheduler until the peer grants more.
+ * a registered TX buffer outside the lock.  With protocol version 2 the
+ * rounds go on filling the same buffer, record after record, while the next
+ * unit fits in the peer's receive buffer (and RS_TX_BATCH_MAX records),
+ * then the batch is posted as one SEND: the scheduler decides exactly as it
+ * would for one SEND per unit, only the packing differs.  Chunks larger
+ * than coalesce_max (and every unit, with coalesce_max 0) go alone.  A chunk needs
+ * one credit (a receive slot at the peer); an AC without credits leaves
+ * the scheduler until the peer grants more.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -87,12 +92,31 @@ void rs_qp_kick(struct rs_qp *qp)
 	spin_unlock_irqrestore(&qp->lock, flags);
 }
 
+/*
+ * The SEND of @tx completed with @status, or was never posted: its records'
+ * operations complete, in order, and the buffer is free again.
+ */
+static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status)
+{
+	struct rs_tx_item *it;
+	u32 i;
+
+	for (i = 0; i < tx->nr_items; i++) {
+		it = &tx->items[i];
+		if (it->op)
+			rs_ac_send_done(it->ac, it->op, status);
+		rs_ac_put(it->ac);
+	}
+	tx->nr_items = 0;
+	spin_lock_irq(&qp->lock);
+	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
+	spin_unlock_irq(&qp->lock);
+}
+
 static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_tx *tx = container_of(wc->wr_cqe, struct rs_tx, cqe);
 	struct rs_qp *qp = tx->qp;
-	struct rs_send *op = tx->op;
-	struct rs_ac *ac = tx->ac;
 	int status = 0;
 
 	if (wc->status != IB_WC_SUCCESS) {
@@ -104,18 +128,7 @@ static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		rs_qp_down(qp, status);
 	}
-
-	tx->op = NULL;
-	tx->ac = NULL;
-	spin_lock_irq(&qp->lock);
-	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
-	spin_unlock_irq(&qp->lock);
-
-	if (ac) {
-		if (op)
-			rs_ac_send_done(ac, op, status);
-		rs_ac_put(ac);
-	}
+	rs_tx_release(qp, tx, status);
 	rs_qp_kick(qp);
 }
 
@@ -127,16 +140,24 @@ struct rs_tx_plan {
 	struct rs_send *op;		/* completes with this send */
 };
 
-/* Called with qp->lock held; false when there is nothing to send. */
-static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
+/*
+ * Called with qp->lock held; false when there is nothing to send, or when
+ * the next unit would take more than @room bytes of the SEND or is a chunk
+ * of more than @join_max bytes (it stays first in line: nothing changed
+ * but what the scheduler would have done anyway on the way to it).
+ */
+static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 join_max)
 {
+	struct rs_ac *ac, *hol = qp->hol_ac;
 	struct rs_sched_entity *se;
 	struct rs_reject *rej;
 	struct rs_send *op;
-	struct rs_ac *ac;
-	u32 len;
+	u32 len = 0;
 
 	memset(p, 0, sizeof(*p));
+	/* The largest control record. */
+	if (room < rs_proto_rec_len(qp->version, RS_CONN_PARAMS_LEN))
+		return false;
 
 	if (qp->ping_pending) {
 		qp->ping_pending = false;
@@ -219,6 +240,13 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 	}
 	se = &ac->se;
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
+	if (op->opcode == RDMASHARE_OP_SEND) {
+		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
+		if (rs_proto_rec_len(qp->version, len) > room || len > join_max) {
+			qp->hol_ac = hol;
+			return false;
+		}
+	}
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
 	p->m.credits = rs_ac_take_credits(ac);
@@ -237,7 +265,6 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p)
 		p->op = op;
 		rs_sched_charge(&qp->sched, se, RS_HDR_LEN, rs_ac_sched_after(ac));
 	} else {
-		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
 		p->m.type = RS_MSG_DATA;
 		p->m.seq = op->seq;
 		p->m.msg_len = op->len;
@@ -290,53 +317,103 @@ static int rs_post(struct rs_qp *qp, struct rs_tx *tx, u32 len)
 	return ib_post_send(qp->qp, &wr, NULL);
 }
 
+/* Bytes one SEND may take: this host's TX buffer, the peer's RX buffer. */
+static size_t rs_tx_room(struct rs_qp *qp)
+{
+	size_t room = RS_HDR_LEN + rs_chunk_size;
+
+	if (qp->version >= 2)
+		room = min_t(size_t, room, qp->peer_rx_size);
+	return room;
+}
+
+/*
+ * Append @p's record to @tx at *@pos (rs_plan() made sure it fits): the
+ * header, a DATA payload copied from the data area, the padding.  The
+ * record's AC (if any) and operation stay with @tx until its SEND completes.
+ */
+static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, size_t *pos,
+		     const struct rs_tx_plan *p)
+{
+	size_t room = RS_HDR_LEN + rs_chunk_size - *pos, rec;
+	void *dst = tx->buf + *pos;
+	int len;
+
+	len = rs_proto_encode(&p->m, qp->version, dst, room);
+	rec = rs_proto_rec_len(qp->version, p->m.len);
+	if (WARN_ON_ONCE(len < 0 || rec > room))
+		return len < 0 ? len : -ENOSPC;
+	if (p->m.type == RS_MSG_DATA)
+		memcpy(dst + RS_HDR_LEN, p->src, p->m.len);
+	memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
+	*pos += rec;
+	if (p->ac) {		/* not for a KEEPALIVE or a REJECT */
+		tx->items[tx->nr_items].ac = p->ac;
+		tx->items[tx->nr_items].op = p->op;
+		tx->nr_items++;
+	}
+	trace_rdmashare_msg_post(qp, &p->m);
+	rs_qp_count_msg(qp, &p->m, false);
+	return 0;
+}
+
 void rs_sender_work(struct work_struct *work)
 {
 	struct rs_qp *qp = container_of(work, struct rs_qp, send_work);
 	struct rs_tx_plan plan;
+	size_t room, pos;
 	struct rs_tx *tx;
-	int len, ret;
+	u32 join_max;
+	bool more;
+	int ret;
 
 	for (;;) {
 		spin_lock_irq(&qp->lock);
-		if (qp->state != RS_QP_UP || !qp->nr_tx_free || !rs_plan(qp, &plan)) {
+		room = rs_tx_room(qp);
+		join_max = qp->version >= 2 ? READ_ONCE(rs_coalesce_max) : 0;
+		if (qp->state != RS_QP_UP || !qp->nr_tx_free ||
+		    !rs_plan(qp, &plan, room, U32_MAX)) {
 			spin_unlock_irq(&qp->lock);
 			return;
 		}
 		tx = &qp->tx[qp->tx_free[--qp->nr_tx_free]];
 		spin_unlock_irq(&qp->lock);
 
-		len = rs_proto_encode(&plan.m, tx->buf, RS_HDR_LEN + rs_chunk_size);
-		if (WARN_ON_ONCE(len < 0)) {
-			ret = len;
-			goto fail;
+		/*
+		 * Version 2: one SEND takes what comes next while it fits, but
+		 * a chunk over coalesce_max has a SEND of its own.
+		 */
+		pos = 0;
+		for (;;) {
+			ret = rs_tx_add(qp, tx, &pos, &plan);
+			if (ret)
+				goto fail_plan;
+			if (!join_max || tx->nr_items == RS_TX_BATCH_MAX ||
+			    (plan.m.type == RS_MSG_DATA && plan.m.len > join_max))
+				break;
+			spin_lock_irq(&qp->lock);
+			more = qp->state == RS_QP_UP &&
+			       rs_plan(qp, &plan, room - pos, join_max);
+			spin_unlock_irq(&qp->lock);
+			if (!more)
+				break;
 		}
-		if (plan.m.type == RS_MSG_DATA) {
-			memcpy(tx->buf + RS_HDR_LEN, plan.src, plan.m.len);
-			len += plan.m.len;
-		}
-		tx->ac = plan.ac;
-		tx->op = plan.op;
-		ret = rs_post(qp, tx, len);
+		ret = rs_post(qp, tx, pos);
 		if (ret)
 			goto fail;
-		trace_rdmashare_msg_post(qp, &plan.m);
-		rs_qp_count_msg(qp, &plan.m, false);
+		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
 		cond_resched();
 	}
 
+fail_plan:
+	/* The unit that did not make it into the SEND. */
+	if (plan.op)
+		rs_ac_send_done(plan.ac, plan.op, -EIO);
+	if (plan.ac)
+		rs_ac_put(plan.ac);
 fail:
 	pr_warn_ratelimited("QP %u: cannot post a send: %d\n", qp->qp_num, ret);
 	rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-	tx->ac = NULL;
-	tx->op = NULL;
-	spin_lock_irq(&qp->lock);
-	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
-	spin_unlock_irq(&qp->lock);
-	if (plan.ac) {
-		if (plan.op)
-			rs_ac_send_done(plan.ac, plan.op, -EIO);
-		rs_ac_put(plan.ac);
-	}
+	rs_tx_release(qp, tx, -EIO);
 	rs_qp_down(qp, -EIO);
 }

@@ -27,6 +27,8 @@ enum rs_stat {
 	RS_STAT_SRQ_REFILLS,	/* receive buffers posted again (devices) */
 	RS_STAT_SRQ_LOW,	/* times the posted buffers fell to a quarter */
 	RS_STAT_SRQ_RENEWALS,	/* SRQ made anew, every buffer posted (devices) */
+	RS_STAT_TX_SENDS,	/* SENDs (work requests) posted: records in batches */
+	RS_STAT_RX_SENDS,	/* SENDs received */
 	RS_STAT_NR
 };
 

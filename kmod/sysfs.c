@@ -100,6 +100,8 @@ RS_STAT_ATTR(reconnects, RS_STAT_RECONNECTS);
 RS_STAT_ATTR(srq_refills, RS_STAT_SRQ_REFILLS);
 RS_STAT_ATTR(srq_low, RS_STAT_SRQ_LOW);
 RS_STAT_ATTR(srq_renewals, RS_STAT_SRQ_RENEWALS);
+RS_STAT_ATTR(tx_sends, RS_STAT_TX_SENDS);
+RS_STAT_ATTR(rx_sends, RS_STAT_RX_SENDS);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -118,6 +120,8 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_srq_refills.attr,
 	&rs_stat_srq_low.attr,
 	&rs_stat_srq_renewals.attr,
+	&rs_stat_tx_sends.attr,
+	&rs_stat_rx_sends.attr,
 	NULL,
 };
 

@@ -41,13 +41,22 @@ struct rs_rx_buf {
 };
 
 /* A send buffer of a QP: one header plus at most one chunk. */
+/* What one record of a SEND holds on to until the SEND completes. */
+struct rs_tx_item {
+	struct rs_ac *ac;		/* reference held while posted */
+	struct rs_send *op;		/* completed by this SEND, or NULL */
+};
+
+/* Records one SEND carries at most (version 2; version 1: one). */
+#define RS_TX_BATCH_MAX		64
+
 struct rs_tx {
 	struct ib_cqe cqe;
 	struct rs_qp *qp;
 	void *buf;
 	u64 dma;
-	struct rs_ac *ac;		/* reference held while posted */
-	struct rs_send *op;		/* completed by this SEND, or NULL */
+	u32 nr_items;
+	struct rs_tx_item items[RS_TX_BATCH_MAX];
 };
 
 enum rs_qp_state {
@@ -67,6 +76,10 @@ enum rs_qp_state {
  * @cq: completions of its sends and of the receives it took from the SRQ
  * @cq_size: entries of @cq
  * @active: this host initiated the connection
+ * @version: the protocol version negotiated with the peer (proto.h), set
+ *	before the QP can receive
+ * @peer_rx_size: version 2: the peer's receive buffer size, which bounds a
+ *	SEND
  * @loop: passive end of a connection from this host to itself: it carries
  *	only the accepting ends of ACs, so that a host that talks to itself
  *	has rs_qps_per_peer QPs each way, as two hosts would
@@ -108,6 +121,8 @@ struct rs_qp {
 	u32 cq_size;
 	u32 send_depth;
 	bool active;
+	u8 version;
+	u32 peer_rx_size;
 	bool loop;
 	enum rs_qp_state state;
 	int error;

@@ -30,6 +30,8 @@ unsigned int rs_sched_latency_quantum = 65536;
 bool rs_sched_flat;
 /* Bytes of a message per chunk on the wire, up to max_chunk_size. */
 unsigned int rs_tx_chunk;		/* rs_tunables_init() */
+/* Chunks up to this size share a SEND with other records; 0: never. */
+unsigned int rs_coalesce_max = 4096;
 /* Interleave the chunks of different ACs; 0: a message goes out whole. */
 unsigned int rs_split = 1;
 /* Receive slots set aside for each new AC: its credit window. */
@@ -155,6 +157,7 @@ RS_TUNABLE(sched_latency_quantum, rs_sched_latency_quantum, RS_SCHED_QUANTUM_MIN
  /* Apply to the next chunk the sender takes. */
 RS_TUNABLE_CHECKED(chunk_size, rs_tx_chunk, 64, RS_PROTO_MAX_CHUNK, rs_tx_chunk_ok, NULL);
 RS_TUNABLE(split, rs_split, 0, 1, rs_qps_sched_changed);
+RS_TUNABLE(coalesce_max, rs_coalesce_max, 0, RS_PROTO_MAX_CHUNK, NULL);
 /* Applies to ACs opened after the write. */
 RS_TUNABLE(credits_per_ac, rs_credits_per_ac, 1, RS_PROTO_MAX_CREDITS, NULL);
 /* Applies to QPs set up after the write. */
@@ -207,6 +210,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&dev_attr_sched_mode.attr,
 	&rs_tunable_chunk_size.attr.attr,
 	&rs_tunable_split.attr.attr,
+	&rs_tunable_coalesce_max.attr.attr,
 	&rs_tunable_credits_per_ac.attr.attr,
 	&rs_tunable_send_depth.attr.attr,
 	&rs_tunable_max_data_size.attr.attr,

@@ -13,7 +13,11 @@
  *  - rejects_not_taken: CONNECTs to a closed port from a peer that takes no
  *    answers: its QP goes;
  *  - rnr_gives_up: a peer that posts no receives loses its QP to the
- *    finite RNR retry within seconds.
+ *    finite RNR retry within seconds;
+ *  - malformed_batch: a peer that speaks protocol version 2 gets batches
+ *    taken (a chunk and a KEEPALIVE in one SEND), and a batch with one bad
+ *    record (padding that is not zero) refused whole: its good chunk never
+ *    reaches the AC.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left.
  */
@@ -154,6 +158,7 @@ static int rogue_ac(struct rogue *r, uint32_t *credits)
 	struct rogue_hdr h;
 	struct rogue_conn acc;
 	char *rx = NULL;
+	size_t pos;
 	int n;
 
 	rogue_hdr(r->buf, ROGUE_CONNECT, 0, 0, 7, 0, 0, 0, sizeof(cp), 0);
@@ -162,15 +167,22 @@ static int rogue_ac(struct rogue *r, uint32_t *credits)
 		return -1;
 	for (;;) {
 		n = rogue_poll(r, 20000, &rx);
-		if (n < (int)(ROGUE_HDR_LEN + sizeof(acc)))
+		if (n < ROGUE_HDR_LEN)
 			return -2;
-		memcpy(&h, rx, sizeof(h));
-		if (h.type == ROGUE_ACCEPT && ntohl(h.dst_conn) == 7)
-			break;
+		/* Each record of the SEND (version 2: there may be several). */
+		for (pos = 0; pos + ROGUE_HDR_LEN <= (size_t)n;
+		     pos += rogue_rec_len(ntohl(h.len))) {
+			memcpy(&h, rx + pos, sizeof(h));
+			if (h.version != rogue_version)
+				return -3;
+			if (h.type == ROGUE_ACCEPT && ntohl(h.dst_conn) == 7 &&
+			    pos + ROGUE_HDR_LEN + sizeof(acc) <= (size_t)n) {
+				memcpy(&acc, rx + pos + ROGUE_HDR_LEN, sizeof(acc));
+				*credits = ntohl(acc.credits);
+				return ntohl(h.src_conn);
+			}
+		}
 	}
-	memcpy(&acc, rx + ROGUE_HDR_LEN, sizeof(acc));
-	*credits = ntohl(acc.credits);
-	return ntohl(h.src_conn);
 }
 
 /* A one-chunk message number @seq of 8 bytes from rogue 7 to @dst. */
@@ -204,6 +216,46 @@ TEST_F_TIMEOUT(rogue, replayed, 90)
 	ASSERT_LE(2, credits);
 	ASSERT_EQ(0, rogue_chunk(&self->r, id, 0));
 	rogue_chunk(&self->r, id, 0);
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, malformed_batch, 240)
+{
+	struct rdmashare_ac_stats st;
+	uint32_t credits = 0;
+	char in[64], *b;
+	int id, ac;
+
+	/* The fixture's rogue speaks version 1: this one offers 2. */
+	rogue_close(&self->r);
+	rogue_version = 2;
+	ASSERT_EQ(RDMA_CM_EVENT_ESTABLISHED,
+		  rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT + 1));
+	id = rogue_ac(&self->r, &credits);	/* the ACCEPT comes as version 2 */
+	ASSERT_LT(0, id);
+	ASSERT_LE(2, credits);
+	ac = rdmashare_accept(self->rs, self->l2, 20000);
+	ASSERT_LT(0, ac);
+
+	/* A chunk and a KEEPALIVE in one SEND: taken. */
+	b = self->r.buf;
+	rogue_hdr(b, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST, id, 7, 0, 8, 0, 8, 0);
+	memcpy(b + ROGUE_HDR_LEN, "batch 0", 8);
+	rogue_hdr(b + rogue_rec_len(8), ROGUE_KEEPALIVE, 0, 0, 0, 0, 0, 0, 0, 0);
+	ASSERT_EQ(0, rogue_send(&self->r, rogue_rec_len(8) + rogue_rec_len(0)));
+	ASSERT_EQ(8, rdmashare_recv(self->rs, ac, in, sizeof(in), 10000));
+	EXPECT_STREQ("batch 0", in);
+
+	/* A good chunk, then one whose padding is not zero: refused whole. */
+	rogue_hdr(b, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST, id, 7, 1, 8, 0, 8, 0);
+	memcpy(b + ROGUE_HDR_LEN, "batch 1", 8);
+	rogue_hdr(b + 40, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST, id, 7, 2, 4, 0, 4, 0);
+	memcpy(b + 40 + ROGUE_HDR_LEN, "bad", 4);
+	memset(b + 40 + ROGUE_HDR_LEN + 4, 0xee, 4);
+	rogue_send(&self->r, 40 + rogue_rec_len(4));
+	EXPECT_GT(0, rdmashare_recv(self->rs, ac, in, sizeof(in), 20000));
+	ASSERT_EQ(0, rdmashare_ac_stats(self->rs, ac, &st));
+	EXPECT_EQ(1, st.rx_msgs);
 	dropped_only_rogue(_metadata, self);
 }
 

@@ -16,7 +16,11 @@
  *    and receives each one), their QP and AC gauges follow, and the peer's
  *    directory goes with its last QP;
  *  - verbs: "rdma resource show" names rdmashare as the owner of its QPs
- *    (one CQ each), its PD, its SRQ and its cm_ids.
+ *    (one CQ each), its PD, its SRQ and its cm_ids;
+ *  - coalescing: 8 ACs' small messages, queued at once, travel several to a
+ *    SEND (tx_sends below the records posted) with coalesce_max 4096, one
+ *    to a SEND with 0, every message intact and in order either way; a
+ *    value over 1 MiB is EINVAL.
  */
 #include <arpa/inet.h>
 
@@ -64,6 +68,7 @@ static long read_long(const char *path)
 FIXTURE(st) {
 	struct rdmashare *c, *s;
 	char credits[32];
+	char coalesce[32];
 };
 
 FIXTURE_SETUP(st)
@@ -74,6 +79,8 @@ FIXTURE_SETUP(st)
 	ASSERT_NE(NULL, self->s);
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/credits_per_ac", self->credits,
 				  sizeof(self->credits)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/coalesce_max", self->coalesce,
+				  sizeof(self->coalesce)));
 }
 
 FIXTURE_TEARDOWN(st)
@@ -81,6 +88,7 @@ FIXTURE_TEARDOWN(st)
 	rdmashare_close(self->c);
 	rdmashare_close(self->s);
 	rs_write_file(RS_SYSFS "/credits_per_ac", self->credits);
+	rs_write_file(RS_SYSFS "/coalesce_max", self->coalesce);
 }
 
 TEST_F_TIMEOUT(st, counts, 120)
@@ -431,3 +439,77 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 }
 
 TEST_HARNESS_MAIN
+
+/* One round of the coalescing test: records and SENDs posted meanwhile. */
+static int coalesce_round(struct rdmashare *c, struct rdmashare *s, const int *cac,
+			  const int *sac, int nac, int n, const char *dev,
+			  long *records, long *sends)
+{
+	long r0, s0, r1, s1;
+	unsigned char buf[64];
+	int a, i, ret;
+
+	r0 = read_in(dev, "stats/tx_chunks") + read_in(dev, "stats/ctrl_tx");
+	s0 = read_in(dev, "stats/tx_sends");
+	for (i = 0; i < n; i++) {
+		for (a = 0; a < nac; a++) {
+			memset(buf, a * 37 + i, sizeof(buf));
+			ret = rdmashare_send(c, cac[a], buf, sizeof(buf));
+			if (ret)
+				return ret;
+		}
+	}
+	for (a = 0; a < nac; a++) {
+		for (i = 0; i < n; i++) {
+			if (rdmashare_recv(s, sac[a], buf, sizeof(buf), 10000) != sizeof(buf))
+				return -EIO;
+			if (buf[0] != (unsigned char)(a * 37 + i) ||
+			    buf[63] != (unsigned char)(a * 37 + i))
+				return -EBADMSG;
+		}
+	}
+	ret = rdmashare_flush(c, 10000);
+	if (ret)
+		return ret;
+	r1 = read_in(dev, "stats/tx_chunks") + read_in(dev, "stats/ctrl_tx");
+	s1 = read_in(dev, "stats/tx_sends");
+	if (r0 < 0 || s0 < 0 || r1 < 0 || s1 < 0)
+		return -ENOENT;
+	*records = r1 - r0;
+	*sends = s1 - s0;
+	return 0;
+}
+
+TEST_F_TIMEOUT(st, coalescing, 180)
+{
+	int cac[8], sac[8], a, l = -1;
+	long records, sends;
+	char dev[512];
+
+	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev)));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/coalesce_max", "1048577"));
+	for (a = 0; a < 8; a++) {
+		struct sockaddr_in sin = addr_of(PORT + 9);
+
+		if (l < 0) {
+			l = rdmashare_listen(self->s, PORT + 9, 8);
+			ASSERT_LE(0, l);
+		}
+		cac[a] = rdmashare_connect(self->c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LE(0, cac[a]);
+		sac[a] = rdmashare_accept(self->s, l, 20000);
+		ASSERT_LE(0, sac[a]);
+	}
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "4096"));
+	ASSERT_EQ(0, coalesce_round(self->c, self->s, cac, sac, 8, 32, dev, &records, &sends));
+	TH_LOG("coalesce_max 4096: %ld records in %ld SENDs", records, sends);
+	EXPECT_LE(256, records);
+	EXPECT_GT(records, sends);
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "0"));
+	ASSERT_EQ(0, coalesce_round(self->c, self->s, cac, sac, 8, 32, dev, &records, &sends));
+	TH_LOG("coalesce_max 0: %ld records in %ld SENDs", records, sends);
+	EXPECT_LE(256, records);
+	EXPECT_EQ(records, sends);
+}

@@ -40,6 +40,21 @@ struct rogue_conn {
 	uint32_t port, slot_size, credits, reserved;
 } __attribute__((packed));
 
+/*
+ * The protocol version the rogue offers and writes: 1, one record per SEND;
+ * 2, batches of records padded to 8 bytes (a test sets it before
+ * rogue_open()).
+ */
+static int rogue_version = 1;
+
+/* Bytes a record with @len bytes of payload takes in a SEND. */
+static inline size_t rogue_rec_len(uint32_t len)
+{
+	size_t n = ROGUE_HDR_LEN + (size_t)len;
+
+	return rogue_version >= 2 ? (n + 7) & ~(size_t)7 : n;
+}
+
 struct rogue {
 	struct rdma_event_channel *ch;
 	struct rdma_cm_id *id;
@@ -102,10 +117,13 @@ static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *sr
 {
 	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(ROGUE_CM_PORT) };
 	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(src_port) };
-	unsigned char priv[4] = { 1, 0, 0, 0 };	/* RS_PROTO_VERSION */
+	/* The version; from version 2, the receive buffer size (big endian). */
+	unsigned char priv[8] = { rogue_version, 0, 0, 0,
+				  ROGUE_BUF >> 24, (ROGUE_BUF >> 16) & 0xff,
+				  (ROGUE_BUF >> 8) & 0xff, ROGUE_BUF & 0xff };
 	struct rdma_conn_param param = {
 		.private_data = priv,
-		.private_data_len = sizeof(priv),
+		.private_data_len = rogue_version >= 2 ? 8 : 4,
 		.retry_count = 6,
 		.rnr_retry_count = 7,
 	};
@@ -176,7 +194,7 @@ static inline void rogue_hdr(void *p, uint8_t type, uint16_t flags, uint32_t dst
 			     uint32_t len, uint32_t credits)
 {
 	struct rogue_hdr h = {
-		.version = 1, .type = type, .flags = htons(flags),
+		.version = rogue_version, .type = type, .flags = htons(flags),
 		.dst_conn = htonl(dst), .src_conn = htonl(src), .seq = htonl(seq),
 		.msg_len = htonl(msg_len), .offset = htonl(offset), .len = htonl(len),
 		.credits = htonl(credits),

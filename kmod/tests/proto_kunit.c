@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for the wire format (proto.c): every message type round
- * trips, and every malformed header is rejected.
+ * trips, every malformed header is rejected, and a version 2 batch is
+ * taken whole or refused whole.
  */
 #include <kunit/test.h>
 #include <linux/module.h>
@@ -52,14 +53,14 @@ static void proto_roundtrip_test(struct kunit *test)
 	int n;
 
 	memset(buf, 0xa5, sizeof(buf));
-	n = rs_proto_encode(m, buf, sizeof(buf));
+	n = rs_proto_encode(m, 1, buf, sizeof(buf));
 	KUNIT_ASSERT_GE(test, n, RS_HDR_LEN);
 	if (m->type == RS_MSG_DATA)
 		KUNIT_EXPECT_EQ(test, n, RS_HDR_LEN);
 	else
 		KUNIT_EXPECT_EQ(test, n, RS_HDR_LEN + (int)m->len);
 
-	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m->len, 65536, &out), 0);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m->len, 1, 65536, &out), 0);
 	KUNIT_EXPECT_EQ(test, out.type, m->type);
 	KUNIT_EXPECT_EQ(test, out.flags, m->flags);
 	KUNIT_EXPECT_EQ(test, out.dst_conn, m->dst_conn);
@@ -78,11 +79,11 @@ static void proto_roundtrip_test(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, out.error, m->error);
 
 	/* One byte short or long of the SEND is malformed. */
-	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m->len + 1, 65536, &out),
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m->len + 1, 1, 65536, &out),
 			-EBADMSG);
 	if (RS_HDR_LEN + m->len > 0)
 		KUNIT_EXPECT_EQ(test,
-				rs_proto_decode(buf, RS_HDR_LEN + m->len - 1, 65536, &out),
+				rs_proto_decode(buf, RS_HDR_LEN + m->len - 1, 1, 65536, &out),
 				-EBADMSG);
 }
 
@@ -147,11 +148,11 @@ static void proto_malformed_test(struct kunit *test)
 	struct rs_proto_msg out;
 	u32 send_len = RS_HDR_LEN + m->len;
 
-	KUNIT_ASSERT_GE(test, rs_proto_encode(m, buf, sizeof(buf)), RS_HDR_LEN);
-	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, send_len, 65536, &out), 0);
+	KUNIT_ASSERT_GE(test, rs_proto_encode(m, 1, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, send_len, 1, 65536, &out), 0);
 	KUNIT_ASSERT_LT(test, c->off, send_len);
 	buf[c->off] = c->val;
-	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, send_len, 65536, &out), c->err);
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, send_len, 1, 65536, &out), c->err);
 }
 
 /* A header cut short, an oversized chunk for this host, and the encoder. */
@@ -161,21 +162,21 @@ static void proto_limits_test(struct kunit *test)
 	u8 buf[BUF_LEN];
 	int i;
 
-	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)), RS_HDR_LEN);
 	for (i = 0; i < RS_HDR_LEN; i++)
-		KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, i, 65536, &out), -EBADMSG);
+		KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, i, 1, 65536, &out), -EBADMSG);
 	/* 64-byte chunk against a host accepting 32-byte chunks. */
-	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + 64, 32, &out), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + 64, 1, 32, &out), -EBADMSG);
 
 	/* The encoder refuses what the decoder would refuse. */
 	m.flags = RS_F_LAST;
-	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)), -EINVAL);
 	m = good_msgs[5];
-	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, RS_HDR_LEN), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 1, buf, RS_HDR_LEN), -ENOSPC);
 	m.type = 0;
-	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)), -EINVAL);
 	m.type = RS_MSG_TYPE_MAX + 1;
-	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, rs_proto_payload_len(RS_MSG_TYPE_MAX + 1, 0), -EINVAL);
 }
 
@@ -186,12 +187,125 @@ static void proto_byte_order_test(struct kunit *test)
 	u8 buf[BUF_LEN];
 
 	m.seq = 0x01020304;
-	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, RS_PROTO_VERSION, buf, sizeof(buf)),
+			RS_HDR_LEN);
 	KUNIT_EXPECT_EQ(test, buf[0], RS_PROTO_VERSION);
 	KUNIT_EXPECT_EQ(test, buf[1], RS_MSG_DATA);
 	KUNIT_EXPECT_EQ(test, buf[3], RS_F_FIRST | RS_F_LAST);
 	KUNIT_EXPECT_EQ(test, buf[12], 0x01);
 	KUNIT_EXPECT_EQ(test, buf[15], 0x04);
+}
+
+/* Version 2: every good message in one SEND, each record padded. */
+static size_t batch_build(u8 *buf, size_t room, size_t *ends)
+{
+	size_t pos = 0;
+	unsigned int i;
+	int n;
+
+	memset(buf, 0xa5, room);
+	for (i = 0; i < ARRAY_SIZE(good_msgs); i++) {
+		const struct rs_proto_msg *m = &good_msgs[i];
+		size_t rec = rs_proto_rec_len(2, m->len);
+
+		n = rs_proto_encode(m, 2, buf + pos, room - pos);
+		if (n < RS_HDR_LEN || pos + rec > room)
+			return 0;
+		if (m->type == RS_MSG_DATA)
+			memset(buf + pos + RS_HDR_LEN, i, m->len);
+		memset(buf + pos + RS_HDR_LEN + m->len, 0, rec - RS_HDR_LEN - m->len);
+		pos += rec;
+		ends[i] = pos;
+	}
+	return pos;
+}
+
+#define BATCH_ROOM 1024
+
+static void proto_batch_test(struct kunit *test)
+{
+	size_t ends[ARRAY_SIZE(good_msgs)], len, pos = 0, start;
+	struct rs_proto_msg out;
+	unsigned int i;
+	u8 *buf;
+
+	buf = kunit_kzalloc(test, BATCH_ROOM, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	len = batch_build(buf, BATCH_ROOM, ends);
+	KUNIT_ASSERT_GT(test, len, 0);
+	KUNIT_EXPECT_EQ(test, len % RS_REC_ALIGN, 0);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, len, 2, 65536),
+			(int)ARRAY_SIZE(good_msgs));
+
+	/* In order, each record where it was put, its payload intact. */
+	for (i = 0; i < ARRAY_SIZE(good_msgs); i++) {
+		start = pos;
+		KUNIT_ASSERT_EQ(test, rs_proto_next(buf, len, &pos, 2, 65536, &out), 1);
+		KUNIT_EXPECT_EQ(test, pos, ends[i]);
+		KUNIT_EXPECT_EQ(test, out.type, good_msgs[i].type);
+		KUNIT_EXPECT_EQ(test, out.len, good_msgs[i].len);
+		KUNIT_EXPECT_EQ(test, out.credits, good_msgs[i].credits);
+		if (out.type == RS_MSG_DATA && out.len)
+			KUNIT_EXPECT_EQ(test, buf[start + RS_HDR_LEN + out.len - 1], i);
+	}
+	KUNIT_EXPECT_EQ(test, rs_proto_next(buf, len, &pos, 2, 65536, &out), 0);
+
+	/* The same records as version 1 SENDs: one each, not padded. */
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, ends[0], 1, 65536), -EPROTONOSUPPORT);
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&good_msgs[0], 1, buf, BATCH_ROOM), RS_HDR_LEN);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, RS_HDR_LEN + good_msgs[0].len, 1,
+						   65536), 1);
+}
+
+/* One flaw anywhere makes the whole SEND malformed. */
+static void proto_batch_malformed_test(struct kunit *test)
+{
+	size_t ends[ARRAY_SIZE(good_msgs)], len;
+	u8 *buf, *copy;
+
+	buf = kunit_kzalloc(test, BATCH_ROOM, GFP_KERNEL);
+	copy = kunit_kzalloc(test, BATCH_ROOM, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	KUNIT_ASSERT_NOT_NULL(test, copy);
+	len = batch_build(buf, BATCH_ROOM, ends);
+	KUNIT_ASSERT_GT(test, len, 0);
+	/* The REJECT's 4-byte payload is followed by 4 bytes of padding. */
+	KUNIT_ASSERT_EQ(test, ends[7] - ends[6], rs_proto_rec_len(2, RS_REJECT_LEN));
+
+	/* Empty, cut short anywhere, or with bytes after the last record. */
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, 0, 2, 65536), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, len - 1, 2, 65536), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, ends[3] + 16, 2, 65536), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(buf, len + 8, 2, 65536), -EBADMSG);
+
+	/* Padding that is not zero. */
+	memcpy(copy, buf, len);
+	copy[ends[7] - 1] = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, len, 2, 65536), -EBADMSG);
+
+	/* A record of another version in the middle. */
+	memcpy(copy, buf, len);
+	copy[ends[4]] = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, len, 2, 65536), -EPROTONOSUPPORT);
+
+	/* A length that runs past the SEND, or wraps. */
+	memcpy(copy, buf, len);
+	copy[ends[5] + 26] = 0x40;
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, len, 2, 65536), -EBADMSG);
+	memset(copy + ends[5] + 24, 0xff, 4);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, len, 2, 65536), -EBADMSG);
+
+	/* A bad header in the last record. */
+	memcpy(copy, buf, len);
+	copy[ends[10] + 3] = RS_F_HALF | 0x02;	/* close with an unknown flag */
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, len, 2, 65536), -EBADMSG);
+
+	/* Version 1: a second record after the first. */
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&good_msgs[8], 1, copy, BATCH_ROOM), RS_HDR_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&good_msgs[9], 1, copy + RS_HDR_LEN,
+					      BATCH_ROOM - RS_HDR_LEN), RS_HDR_LEN);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, RS_HDR_LEN, 1, 65536), 1);
+	KUNIT_EXPECT_EQ(test, rs_proto_check_batch(copy, 2 * RS_HDR_LEN, 1, 65536), -EBADMSG);
 }
 
 /*
@@ -220,6 +334,8 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_limits_test),
 	KUNIT_CASE(proto_byte_order_test),
 	KUNIT_CASE(proto_reject_errno_test),
+	KUNIT_CASE(proto_batch_test),
+	KUNIT_CASE(proto_batch_malformed_test),
 	{}
 };
 
