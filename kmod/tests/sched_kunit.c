@@ -520,6 +520,67 @@ static void sched_mode_switch_test(struct kunit *test)
 		KUNIT_EXPECT_GT(test, sim->ents[i].chunks, 0);
 }
 
+/* ---- coalescing ---- */
+
+/* Six entities over three bands, two groups, mixed weights and chunks. */
+static void sim_mixed(struct sim *sim)
+{
+	static const u32 chunk[6] = { 64, 16384, 1000, 9000, 64, 4096 };
+	static const u8 band[6] = { RS_BAND_LATENCY, RS_BAND_NORMAL, RS_BAND_NORMAL,
+				    RS_BAND_BULK, RS_BAND_NORMAL, RS_BAND_BULK };
+	unsigned int i;
+
+	rs_sched_group_set_weight(&sim->groups[1], 3);
+	for (i = 0; i < 6; i++) {
+		rs_sched_entity_init(&sim->ents[i].se, &sim->groups[i & 1], 1 + i % 3,
+				     band[i]);
+		sim->ents[i].chunk = chunk[i];
+	}
+	sim->ents[0].backlog = 700;
+	sim->ents[2].credits = 2;
+	sim->ents[2].recycle = true;
+	sim->ents[2].delay = 7;
+	sim->ents[4].credits = 1;
+	sim->ents[4].recycle = true;
+	sim->ents[4].delay = 3;
+	sim->ents[5].backlog = 2000;
+	for (i = 0; i < 6; i++)
+		sim_enqueue(sim, i);
+}
+
+/*
+ * Coalescing (sender.c) asks rs_sched_next() for the next entity and, when
+ * its chunk does not fit in the SEND being filled, charges nothing and asks
+ * again for the next SEND.  A pick that is not charged must change nothing:
+ * a sender that peeks 0, 1 or 2 times before each chunk serves the same
+ * entities in the same order, with the same charges, as one that never
+ * peeks (no event between the peek and the pick, as in the sender).
+ */
+static void sched_peek_test(struct kunit *test)
+{
+	struct sim *a = sim_new(test, 6, 2, false), *b = sim_new(test, 6, 2, false);
+	unsigned int i, p;
+	int wa, wb;
+
+	sim_mixed(a);
+	sim_mixed(b);
+	for (i = 0; i < 20000; i++) {
+		sim_return_credits(b, b->steps);
+		for (p = 0; p < i % 3; p++)
+			rs_sched_next(&b->s);
+		wa = sim_step(a);
+		wb = sim_step(b);
+		KUNIT_ASSERT_EQ_MSG(test, wa, wb, "step %u", i);
+	}
+	for (i = 0; i < 6; i++) {
+		KUNIT_EXPECT_EQ(test, a->ents[i].bytes, b->ents[i].bytes);
+		KUNIT_EXPECT_EQ(test, a->ents[i].se.dn.deficit, b->ents[i].se.dn.deficit);
+		KUNIT_EXPECT_GT(test, a->ents[i].chunks, 0);
+	}
+	KUNIT_EXPECT_EQ(test, a->blocks, b->blocks);
+	KUNIT_EXPECT_GT(test, a->blocks, 0);
+}
+
 static struct kunit_case sched_cases[] = {
 	KUNIT_CASE_PARAM(sched_weights_test, weight_gen_params),
 	KUNIT_CASE(sched_two_level_test),
@@ -533,6 +594,7 @@ static struct kunit_case sched_cases[] = {
 	KUNIT_CASE(sched_block_resume_test),
 	KUNIT_CASE(sched_churn_test),
 	KUNIT_CASE(sched_mode_switch_test),
+	KUNIT_CASE(sched_peek_test),
 	{}
 };
 

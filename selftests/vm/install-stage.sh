@@ -134,6 +134,7 @@ if [ -n "$left" ]; then
 else
 	echo "install: after uninstall the root is as before ($(wc -l <"$out/upper.after") entries of ldconfig and depmod)"
 fi
-tree=$(cd "$upper" && find "./${RS_TOP#/}" ! -type d 2>/dev/null | head -n 20)
+# (Nothing at all there when the build was up to date.)
+tree=$(cd "$upper" && find "./${RS_TOP#/}" ! -type d 2>/dev/null | head -n 20) || true
 [ -z "$tree" ] || printf 'install: note: written into the build tree:\n%s\n' "$tree"
 exit $fail
