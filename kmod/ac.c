@@ -321,20 +321,26 @@ static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int r
 	rs_cq_post(ac->rf, &cqe, kind);
 }
 
-/* An operation ended: its completion, then its memory. */
+/*
+ * An operation ended: its memory goes back to the pool, then its completion
+ * gives back its CQ reservation (see rs_op_get()).
+ */
 static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
-	if (!res && op->opcode == RDMASHARE_OP_SEND)
+	u64 user_data = op->user_data;
+	u8 opcode = op->opcode;
+
+	if (!res && opcode == RDMASHARE_OP_SEND)
 		res = op->len;
+	rs_op_put(ac->rf, op);
 	/*
 	 * A CLOSE frees the id, after its completion (rs_ac_finish()): from
 	 * that completion on, the application can no longer name the AC.
 	 */
-	if (op->opcode == RDMASHARE_OP_CLOSE)
+	if (opcode == RDMASHARE_OP_CLOSE)
 		WRITE_ONCE(ac->handed_out, false);
-	trace_rdmashare_op_done(ac, op->opcode, op->user_data, res);
-	rs_ac_cqe(ac, RDMASHARE_CQE_OP, op->opcode, op->user_data, res, 0);
-	kfree(op);
+	trace_rdmashare_op_done(ac, opcode, user_data, res);
+	rs_ac_cqe(ac, RDMASHARE_CQE_OP, opcode, user_data, res, 0);
 }
 
 /*
@@ -562,13 +568,14 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 		ac->qp = qp;
 		rs_qp_pin_locked(qp, ac, &spare);
 		ac->credits_out = ac->rx_reserved;
+		ac->rx_window = ac->rx_reserved;
 		rs_ac_ctrl(ac, ctrl);
 	}
 	spin_unlock_irq(&qp->lock);
 	mutex_unlock(&ac->rf->ac_lock);
 	kfree(spare);
 	if (!ret)
-		rs_qp_kick(qp);
+		rs_qp_push(qp);
 	return ret;
 }
 
@@ -765,7 +772,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		rs_complete_op(rf, sqe, -EINVAL);
 		return;
 	}
-	op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
+	op = rs_op_get(rf);
 	if (!op) {
 		rs_complete_op(rf, sqe, -ENOMEM);
 		return;
@@ -807,7 +814,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	}
 	spin_unlock_irq(&ac->qp->lock);
 	if (err) {
-		kfree(op);
+		rs_op_put(rf, op);
 		/*
 		 * The first CLOSE of an AC that closed under it (the peer's
 		 * CLOSE, a lost QP) still frees the id, as any CLOSE does.
@@ -822,7 +829,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		rs_complete_op(rf, sqe, err);
 		return;
 	}
-	rs_qp_kick(ac->qp);
+	rs_qp_push(ac->qp);
 }
 
 /* CLOSE of a listener: no new connections; the backlog is closed. */
@@ -894,9 +901,9 @@ static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 {
 	struct rs_rx_slot *slot;
+	bool to_ac, owed;
 	struct rs_ac *ac;
 	u32 idx, conn, rem;
-	bool to_ac;
 	u64 off;
 
 	if (sqe->len || sqe->addr < rf->rx_offset)
@@ -934,12 +941,18 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 	else
 		rf->rx_unreserved++;
 	spin_unlock_irq(&rf->rx_lock);
+	/*
+	 * Credits go back with the AC's next record, or on their own once
+	 * half its window is owed: the sender still has the other half.
+	 */
 	if (to_ac) {
 		spin_lock_irq(&ac->qp->lock);
-		ac->credits_out++;
-		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
+		owed = ++ac->credits_out >= max(ac->rx_window / 2, 1U);
+		if (owed)
+			rs_ac_ctrl(ac, RS_CTRL_CREDIT);
 		spin_unlock_irq(&ac->qp->lock);
-		rs_qp_kick(ac->qp);
+		if (owed)
+			rs_qp_push(ac->qp);
 	}
 	if (ac)
 		rs_ac_put(ac);
@@ -1024,7 +1037,7 @@ static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error)
 		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
 		rs_qp_down(qp, -ENOBUFS);
 	}
-	rs_qp_kick(qp);
+	rs_qp_push(qp);
 }
 
 /*
@@ -1206,23 +1219,27 @@ proto:
 	return -EPROTO;
 }
 
-void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
+/*
+ * A record from the peer, for the AC it names.  True if the sender has new
+ * work (credits came): the caller pushes once per SEND, not per record.
+ */
+bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
 {
 	bool kick = false, full_close, opened;
 	struct rs_ac *ac;
 
 	if (m->type == RS_MSG_KEEPALIVE)
-		return;		/* its arrival was the point */
+		return false;	/* its arrival was the point */
 	if (m->type == RS_MSG_CONNECT) {
 		rs_recv_connect(qp, m);
-		return;
+		return false;
 	}
 	ac = rs_ac_lookup_conn(qp, m->dst_conn);
 	if (!ac) {
 		/* An ACCEPT for a CONNECT given up on: close the peer's end. */
 		if (m->type == RS_MSG_ACCEPT)
 			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0);
-		return;
+		return false;
 	}
 
 	switch (m->type) {
@@ -1284,9 +1301,8 @@ void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		}
 		spin_unlock_irq(&qp->lock);
 	}
-	if (kick || m->type == RS_MSG_ACCEPT)
-		rs_qp_kick(qp);
 	rs_ac_put(ac);
+	return kick || m->type == RS_MSG_ACCEPT;
 }
 
 /* ---- file release ---- */

@@ -530,12 +530,14 @@ static void rs_qp_down_work(struct work_struct *work)
 	mutex_unlock(&rs_peers_lock);
 
 	/*
-	 * The sender stops first (the state is DOWN: nothing queues it again),
-	 * so that nothing is posted after the drain.  Then every posted send
-	 * completes (flushed) and drops its references; every receive
-	 * completion queued before it has been handled.
+	 * The sender stops first (the state is DOWN: nothing queues it again,
+	 * and the teardown becomes the sender for good), so that nothing is
+	 * posted after the drain.  Then every posted send completes (flushed)
+	 * and drops its references; every receive completion queued before it
+	 * has been handled.
 	 */
 	cancel_work_sync(&qp->send_work);
+	rs_qp_xmit_stop(qp);
 	cancel_delayed_work_sync(&qp->keepalive);
 	cancel_delayed_work_sync(&qp->idle_work);
 	if (qp->qp)

@@ -76,9 +76,11 @@ static int rs_debugfs_peer_show(struct seq_file *m, void *v)
 	mutex_lock(&peer->qps_lock);
 	list_for_each_entry(qp, &peer->qps, peer_node) {
 		spin_lock_irq(&qp->lock);
-		seq_printf(m, "qp %u %s %s%s acs %u tx_free %u\n", qp->qp_num,
-			   rs_qp_state_name(qp->state), qp->active ? "active" : "passive",
-			   qp->loop ? " loop" : "", qp->nr_acs, qp->nr_tx_free);
+		seq_printf(m, "qp %u %s %s%s acs %u inflight %u inflight_bytes %u tx_free %u\n",
+			   qp->qp_num, rs_qp_state_name(qp->state),
+			   qp->active ? "active" : "passive", qp->loop ? " loop" : "",
+			   qp->nr_acs, qp->tx_inflight, qp->tx_inflight_bytes,
+			   qp->nr_tx_free);
 		list_for_each_entry(ac, &qp->acs, qp_node)
 			rs_debugfs_show_ac(m, ac);
 		spin_unlock_irq(&qp->lock);

@@ -76,6 +76,7 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	u32 max_chunk = rdev->rx_buf_size - RS_HDR_LEN;
 	struct rs_proto_msg m;
 	size_t pos = 0, at;
+	bool push = false;
 	int ret;
 
 	/* Posted buffers fell to a quarter of the SRQ: the refills lag. */
@@ -110,8 +111,11 @@ static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (READ_ONCE(qp->state) == RS_QP_DOWN)
 			break;
 		rs_qp_count_msg(qp, &m, true);
-		rs_ac_recv(qp, &m, rx->buf + at + RS_HDR_LEN);
+		push |= rs_ac_recv(qp, &m, rx->buf + at + RS_HDR_LEN);
 	}
+	/* Credits came: what waited for them goes, from here. */
+	if (push)
+		rs_qp_push(qp);
 repost:
 	ret = rs_device_post_recv(rdev, rx);
 	if (ret) {

@@ -7,6 +7,7 @@
 
 #include <linux/kobject.h>
 #include <linux/list.h>
+#include <linux/llist.h>
 #include <linux/miscdevice.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
@@ -135,6 +136,10 @@ struct rs_rings {
  * @slots: state of each slot
  * @rx_free: free slots, a stack of indices; @nr_rx_free entries
  * @map_size: bytes of @data: the application's part, then the slots
+ * @ops: the operations that wait on the peer, as many as the CQ lets wait
+ *	(@cq_limits.waiting), allocated once at SETUP
+ * @op_free: the free ones; taken only under @submit_lock, given back from
+ *	anywhere
  */
 struct rs_file {
 	struct mutex setup_lock;	/* serialises SETUP */
@@ -186,6 +191,26 @@ struct rs_file {
 	u32 *rx_free;
 	u32 nr_rx_free;
 	size_t map_size;
+
+	struct rs_send *ops;
+	struct llist_head op_free;
+};
+
+/*
+ * A SEND, CLOSE or SHUTDOWN operation queued on an AC, from its file's pool
+ * (rs_op_get()).
+ */
+struct rs_send {
+	union {
+		struct list_head node;		/* in rs_ac.sendq */
+		struct llist_node free_node;	/* in rs_file.op_free */
+	};
+	u64 user_data;
+	u64 addr;
+	u32 len;
+	u32 sent;			/* bytes posted so far */
+	u32 seq;
+	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
 };
 
 /* A receive slot: free, or holding a delivered chunk for an AC. */
@@ -216,6 +241,8 @@ extern const struct attribute_group rs_tunables_group;
 extern unsigned int rs_sched_quantum;
 extern unsigned int rs_tx_chunk;
 extern unsigned int rs_coalesce_max;
+extern unsigned int rs_autocork;
+extern unsigned int rs_inflight_max;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;
@@ -267,6 +294,8 @@ u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe);
 u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);
 bool rs_sq_has_space(struct rs_file *rf);
+struct rs_send *rs_op_get(struct rs_file *rf);
+void rs_op_put(struct rs_file *rf, struct rs_send *op);
 
 /* submit.c: consuming the SQ, waiting for completions */
 int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);

@@ -71,6 +71,8 @@ static int rs_account_mem(struct rs_file *rf, unsigned long pages)
 
 void rs_rings_free(struct rs_file *rf)
 {
+	kvfree(rf->ops);
+	rf->ops = NULL;
 	kvfree(rf->slots);
 	kvfree(rf->rx_free);
 	rf->slots = NULL;
@@ -181,8 +183,12 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	ret = -ENOMEM;
 	rf->slots = kvcalloc(rx_slots, sizeof(*rf->slots), GFP_KERNEL_ACCOUNT);
 	rf->rx_free = kvcalloc(rx_slots, sizeof(*rf->rx_free), GFP_KERNEL_ACCOUNT);
-	if (!rf->slots || !rf->rx_free)
+	rf->ops = kvcalloc(rf->cq_limits.waiting, sizeof(*rf->ops), GFP_KERNEL_ACCOUNT);
+	if (!rf->slots || !rf->rx_free || !rf->ops)
 		goto out_free;
+	init_llist_head(&rf->op_free);
+	for (i = 0; i < rf->cq_limits.waiting; i++)
+		llist_add(&rf->ops[i].free_node, &rf->op_free);
 	for (i = 0; i < rx_slots; i++)
 		rf->rx_free[i] = rx_slots - 1 - i;
 	rf->nr_rx_free = rx_slots;
@@ -388,4 +394,30 @@ bool rs_sq_has_space(struct rs_file *rf)
 {
 	return rs_ring_free(READ_ONCE(rf->sq_head), READ_ONCE(rf->rings->sq.tail),
 			    rf->sq_entries) > 0;
+}
+
+/*
+ * An operation that will wait on the peer, for an SQE that reserved its
+ * completion (RS_CQ_WAIT): there are as many as such reservations, and one
+ * goes back to the pool before its completion returns the reservation, so
+ * the pool is never empty here.  Called under submit_lock, the pool's only
+ * consumer (llist_del_first()'s rule).
+ */
+struct rs_send *rs_op_get(struct rs_file *rf)
+{
+	struct llist_node *n;
+	struct rs_send *op;
+
+	lockdep_assert_held(&rf->submit_lock);
+	n = llist_del_first(&rf->op_free);
+	if (WARN_ON_ONCE(!n))
+		return NULL;
+	op = llist_entry(n, struct rs_send, free_node);
+	memset(op, 0, sizeof(*op));
+	return op;
+}
+
+void rs_op_put(struct rs_file *rf, struct rs_send *op)
+{
+	llist_add(&op->free_node, &rf->op_free);
 }

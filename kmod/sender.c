@@ -2,19 +2,27 @@
 /*
  * rdmashare: the sender of a shared QP.
  *
- * One work item per QP posts every send on it, so applications never
- * contend for the QP: they queue operations on their ACs (ac.c) and kick
- * the sender.  Each round takes, under the QP's lock, one unit of work in
- * this order: a REJECT owed to a peer, a control message of an AC, then
- * the next chunk of the AC the scheduler picks.  The payload is copied into
- * a registered TX buffer outside the lock.  With protocol version 2 the
- * rounds go on filling the same buffer, record after record, while the next
- * unit fits in the peer's receive buffer (and RS_TX_BATCH_MAX records),
- * then the batch is posted as one SEND: the scheduler decides exactly as it
- * would for one SEND per unit, only the packing differs.  Chunks larger
- * than coalesce_max (and every unit, with coalesce_max 0) go alone.  A chunk needs
- * one credit (a receive slot at the peer); an AC without credits leaves
- * the scheduler until the peer grants more.
+ * One sender at a time posts every send on a QP, so applications never
+ * contend for the QP: they queue operations on their ACs (ac.c) and push.
+ * Whoever pushes first becomes the sender (RS_XMIT_BUSY, RDS's
+ * acquire_in_xmit): the application's ENTER, the completion handler, a
+ * receive that brought credits; the work item only when a caller's budget
+ * ran out.  Each round takes, under the QP's lock, one unit of work in this
+ * order: a REJECT owed to a peer, a control message of an AC, then the next
+ * chunk of the AC the scheduler picks, and appends it to the SEND being
+ * built, the payload copied into its registered TX buffer outside the lock.
+ * With protocol version 2 a SEND takes unit after unit while the next fits
+ * in the peer's receive buffer (and RS_TX_BATCH_MAX records): the scheduler
+ * decides exactly as it would for one SEND per unit, only the packing
+ * differs.  Chunks larger than coalesce_max (and every unit, with
+ * coalesce_max 0) go alone.
+ *
+ * Autocork: a SEND goes at once when nothing is in flight; otherwise it
+ * waits for a completion, gathering what comes in the meantime, unless it
+ * is full or carries control records (credits), and no SEND is posted
+ * while inflight_max bytes are in flight.
+ * A chunk needs one credit (a receive slot at the peer); an AC without
+ * credits leaves the scheduler until the peer grants more.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -78,9 +86,10 @@ void rs_qp_tx_free(struct rs_qp *qp)
 }
 
 /*
- * Something may be sendable: run the sender (if the QP is up).  The state is
- * read under the QP's lock, which rs_qp_down() takes to mark the QP down:
- * once the teardown cancelled the sender, no kick queues it again.
+ * Something may be sendable: run the sender from the work item (if the QP
+ * is up), for callers that may not post themselves.  The state is read
+ * under the QP's lock, which rs_qp_down() takes to mark the QP down: once
+ * the teardown cancelled the work, no kick queues it again.
  */
 void rs_qp_kick(struct rs_qp *qp)
 {
@@ -93,10 +102,11 @@ void rs_qp_kick(struct rs_qp *qp)
 }
 
 /*
- * The SEND of @tx completed with @status, or was never posted: its records'
- * operations complete, in order, and the buffer is free again.
+ * The SEND of @tx completed with @status, or was never posted (@posted
+ * false): its records' operations complete, in order, and the buffer is
+ * free again.
  */
-static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status)
+static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool posted)
 {
 	struct rs_tx_item *it;
 	u32 i;
@@ -109,10 +119,18 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status)
 	}
 	tx->nr_items = 0;
 	spin_lock_irq(&qp->lock);
+	if (posted) {
+		qp->tx_inflight--;
+		qp->tx_inflight_bytes -= tx->len;
+	}
 	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
 	spin_unlock_irq(&qp->lock);
 }
 
+/*
+ * A SEND completed: what waited for it (a corked batch, a TX buffer, room
+ * under inflight_max) goes now, from here.
+ */
 static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_tx *tx = container_of(wc->wr_cqe, struct rs_tx, cqe);
@@ -128,8 +146,8 @@ static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 		}
 		rs_qp_down(qp, status);
 	}
-	rs_tx_release(qp, tx, status);
-	rs_qp_kick(qp);
+	rs_tx_release(qp, tx, status, true);
+	rs_qp_push(qp);
 }
 
 /* What one round of the sender decided to send, taken under the lock. */
@@ -140,13 +158,21 @@ struct rs_tx_plan {
 	struct rs_send *op;		/* completes with this send */
 };
 
+/* What rs_plan() found. */
+enum rs_plan_res {
+	RS_PLAN_NONE,		/* nothing to send now */
+	RS_PLAN_UNIT,		/* a unit, in the plan */
+	RS_PLAN_FULL,		/* a unit that does not join this SEND */
+};
+
 /*
- * Called with qp->lock held; false when there is nothing to send, or when
- * the next unit would take more than @room bytes of the SEND or is a chunk
- * of more than @join_max bytes (it stays first in line: nothing changed
- * but what the scheduler would have done anyway on the way to it).
+ * Called with qp->lock held: the next unit to send, if it takes at most
+ * @room bytes of the SEND and is not a chunk of more than @join_max bytes.
+ * A unit that does not fit stays first in line (RS_PLAN_FULL): nothing
+ * changed but what the scheduler would have done anyway on the way to it.
  */
-static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 join_max)
+static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room,
+				u32 join_max)
 {
 	struct rs_ac *ac, *hol = qp->hol_ac;
 	struct rs_sched_entity *se;
@@ -157,12 +183,12 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 	memset(p, 0, sizeof(*p));
 	/* The largest control record. */
 	if (room < rs_proto_rec_len(qp->version, RS_CONN_PARAMS_LEN))
-		return false;
+		return RS_PLAN_FULL;
 
 	if (qp->ping_pending) {
 		qp->ping_pending = false;
 		p->m.type = RS_MSG_KEEPALIVE;
-		return true;
+		return RS_PLAN_UNIT;
 	}
 
 	rej = list_first_entry_or_null(&qp->rejects, struct rs_reject, node);
@@ -179,7 +205,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 			p->m.error = rej->error;
 		}
 		kfree(rej);
-		return true;
+		return RS_PLAN_UNIT;
 	}
 
 	while ((ac = list_first_entry_or_null(&qp->ctrl, struct rs_ac, ctrl_node))) {
@@ -211,7 +237,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 			continue;
 		kref_get(&ac->ref);
 		p->ac = ac;
-		return true;
+		return RS_PLAN_UNIT;
 	}
 
 	/*
@@ -223,7 +249,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 	ac = qp->hol_ac;
 	if (ac && !READ_ONCE(rs_split)) {
 		if (!rs_ac_can_send(ac))
-			return false;	/* its credits kick the sender */
+			return RS_PLAN_NONE;	/* its credits kick the sender */
 	} else {
 		ac = NULL;
 	}
@@ -231,7 +257,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 	while (!ac) {
 		se = rs_sched_next(&qp->sched);
 		if (!se)
-			return false;
+			return RS_PLAN_NONE;
 		ac = container_of(se, struct rs_ac, se);
 		if (rs_ac_can_send(ac))
 			break;
@@ -244,7 +270,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
 		if (rs_proto_rec_len(qp->version, len) > room || len > join_max) {
 			qp->hol_ac = hol;
-			return false;
+			return RS_PLAN_FULL;
 		}
 	}
 	p->m.dst_conn = ac->remote_id;
@@ -295,7 +321,7 @@ static bool rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room, u32 joi
 	}
 	kref_get(&ac->ref);
 	p->ac = ac;
-	return true;
+	return RS_PLAN_UNIT;
 }
 
 static int rs_post(struct rs_qp *qp, struct rs_tx *tx, u32 len)
@@ -328,15 +354,14 @@ static size_t rs_tx_room(struct rs_qp *qp)
 }
 
 /*
- * Append @p's record to @tx at *@pos (rs_plan() made sure it fits): the
- * header, a DATA payload copied from the data area, the padding.  The
- * record's AC (if any) and operation stay with @tx until its SEND completes.
+ * Append @p's record to @tx (rs_plan() made sure it fits): the header, a
+ * DATA payload copied from the data area, the padding.  The record's AC (if
+ * any) and operation stay with @tx until its SEND completes.
  */
-static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, size_t *pos,
-		     const struct rs_tx_plan *p)
+static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan *p)
 {
-	size_t room = RS_HDR_LEN + rs_chunk_size - *pos, rec;
-	void *dst = tx->buf + *pos;
+	size_t room = RS_HDR_LEN + rs_chunk_size - tx->len, rec;
+	void *dst = tx->buf + tx->len;
 	int len;
 
 	len = rs_proto_encode(&p->m, qp->version, dst, room);
@@ -346,7 +371,10 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, size_t *pos,
 	if (p->m.type == RS_MSG_DATA)
 		memcpy(dst + RS_HDR_LEN, p->src, p->m.len);
 	memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
-	*pos += rec;
+	tx->len += rec;
+	/* The peer may wait for it: not held back (rs_tx_may_post()). */
+	if (p->m.type != RS_MSG_DATA && p->m.type != RS_MSG_KEEPALIVE)
+		tx->urgent = true;
 	if (p->ac) {		/* not for a KEEPALIVE or a REJECT */
 		tx->items[tx->nr_items].ac = p->ac;
 		tx->items[tx->nr_items].op = p->op;
@@ -357,63 +385,177 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, size_t *pos,
 	return 0;
 }
 
-void rs_sender_work(struct work_struct *work)
+/*
+ * Called with qp->lock held: may the SEND being built go now?  At once when
+ * nothing is in flight.  Otherwise (autocork) only once it is closed, so
+ * that what comes in the meantime joins it, or holds a control record the
+ * peer may be waiting for (credits above all); and only while the bytes in
+ * flight are under inflight_max, which bounds what a new message waits
+ * behind: a completion posts it.
+ */
+static bool rs_tx_may_post(struct rs_qp *qp, struct rs_tx *tx)
 {
-	struct rs_qp *qp = container_of(work, struct rs_qp, send_work);
+	if (!qp->tx_inflight)
+		return true;
+	if (!tx->closed && !tx->urgent && READ_ONCE(rs_autocork))
+		return false;
+	return qp->tx_inflight_bytes < READ_ONCE(rs_inflight_max);
+}
+
+/*
+ * The sender: called with RS_XMIT_BUSY held.  Each round plans one unit
+ * under the QP's lock and appends it to the open SEND outside it; a SEND
+ * is posted once nothing more joins it now and rs_tx_may_post() agrees.
+ * Returns true if it stopped after @budget SENDs with work left.
+ */
+static bool rs_xmit(struct rs_qp *qp, u32 budget)
+{
+	enum rs_plan_res res;
 	struct rs_tx_plan plan;
-	size_t room, pos;
+	bool posted = true;
 	struct rs_tx *tx;
 	u32 join_max;
-	bool more;
 	int ret;
 
 	for (;;) {
 		spin_lock_irq(&qp->lock);
-		room = rs_tx_room(qp);
-		join_max = qp->version >= 2 ? READ_ONCE(rs_coalesce_max) : 0;
-		if (qp->state != RS_QP_UP || !qp->nr_tx_free ||
-		    !rs_plan(qp, &plan, room, U32_MAX)) {
-			spin_unlock_irq(&qp->lock);
-			return;
+		if (qp->state != RS_QP_UP)
+			goto out_unlock;
+		tx = qp->tx_open;
+		if (!tx) {
+			/* All in flight: a completion comes. */
+			if (!qp->nr_tx_free)
+				goto out_unlock;
+			tx = &qp->tx[qp->tx_free[--qp->nr_tx_free]];
+			tx->len = 0;
+			tx->closed = false;
+			tx->urgent = false;
+			qp->tx_open = tx;
 		}
-		tx = &qp->tx[qp->tx_free[--qp->nr_tx_free]];
+		if (!tx->closed) {
+			/*
+			 * Version 2: a SEND takes what comes next while it
+			 * fits, but a chunk over coalesce_max has one of its
+			 * own.  Version 1: one unit per SEND.
+			 */
+			join_max = qp->version >= 2 ? READ_ONCE(rs_coalesce_max) : 0;
+			res = rs_plan(qp, &plan, rs_tx_room(qp) - tx->len,
+				      tx->len ? join_max : U32_MAX);
+			if (res == RS_PLAN_UNIT) {
+				spin_unlock_irq(&qp->lock);
+				ret = rs_tx_add(qp, tx, &plan);
+				if (ret)
+					goto fail_plan;
+				if (!join_max || tx->nr_items == RS_TX_BATCH_MAX ||
+				    (plan.m.type == RS_MSG_DATA && plan.m.len > join_max))
+					tx->closed = true;
+				continue;
+			}
+			if (res == RS_PLAN_FULL)
+				tx->closed = true;
+		}
+		/* Nothing joins it now. */
+		if (!tx->len) {
+			qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
+			qp->tx_open = NULL;
+			goto out_unlock;
+		}
+		if (!rs_tx_may_post(qp, tx))
+			goto out_unlock;
+		qp->tx_open = NULL;
+		qp->tx_inflight++;
+		qp->tx_inflight_bytes += tx->len;
 		spin_unlock_irq(&qp->lock);
 
-		/*
-		 * Version 2: one SEND takes what comes next while it fits, but
-		 * a chunk over coalesce_max has a SEND of its own.
-		 */
-		pos = 0;
-		for (;;) {
-			ret = rs_tx_add(qp, tx, &pos, &plan);
-			if (ret)
-				goto fail_plan;
-			if (!join_max || tx->nr_items == RS_TX_BATCH_MAX ||
-			    (plan.m.type == RS_MSG_DATA && plan.m.len > join_max))
-				break;
-			spin_lock_irq(&qp->lock);
-			more = qp->state == RS_QP_UP &&
-			       rs_plan(qp, &plan, room - pos, join_max);
-			spin_unlock_irq(&qp->lock);
-			if (!more)
-				break;
-		}
-		ret = rs_post(qp, tx, pos);
+		ret = rs_post(qp, tx, tx->len);
 		if (ret)
 			goto fail;
 		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
-		cond_resched();
+		if (!--budget)
+			return true;
 	}
 
+out_unlock:
+	spin_unlock_irq(&qp->lock);
+	return false;
+
 fail_plan:
-	/* The unit that did not make it into the SEND. */
+	/* The unit that did not make it into the SEND, then the SEND. */
 	if (plan.op)
 		rs_ac_send_done(plan.ac, plan.op, -EIO);
 	if (plan.ac)
 		rs_ac_put(plan.ac);
+	spin_lock_irq(&qp->lock);
+	qp->tx_open = NULL;
+	spin_unlock_irq(&qp->lock);
+	posted = false;		/* not counted in flight */
 fail:
 	pr_warn_ratelimited("QP %u: cannot post a send: %d\n", qp->qp_num, ret);
 	rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-	rs_tx_release(qp, tx, -EIO);
 	rs_qp_down(qp, -EIO);
+	rs_tx_release(qp, tx, -EIO, posted);
+	return false;
+}
+
+/* SENDs one caller posts before it leaves the rest to the work item. */
+#define RS_XMIT_BUDGET	16
+
+/*
+ * Something may be sendable: send it from here if nobody is the sender
+ * (RDS's acquire_in_xmit), so that neither an application's SEND nor a
+ * completion waits for a work item.  A caller that finds the sender busy
+ * marks the QP pending; the sender looks again before it lets go.  Process
+ * context only.
+ */
+void rs_qp_push(struct rs_qp *qp)
+{
+	bool more;
+
+	set_bit(RS_XMIT_PENDING, &qp->xmit_flags);
+	/* Pairs with the barrier after the sender let go of RS_XMIT_BUSY. */
+	smp_mb__after_atomic();
+	while (!test_and_set_bit_lock(RS_XMIT_BUSY, &qp->xmit_flags)) {
+		clear_bit(RS_XMIT_PENDING, &qp->xmit_flags);
+		/* Cleared before the sender looks at the queues. */
+		smp_mb__after_atomic();
+		more = rs_xmit(qp, RS_XMIT_BUDGET);
+		clear_bit_unlock(RS_XMIT_BUSY, &qp->xmit_flags);
+		/*
+		 * Let go before looking at RS_XMIT_PENDING (pairs with the
+		 * barrier after a pusher set it) and at the waitqueue of
+		 * rs_qp_xmit_stop().
+		 */
+		smp_mb__after_atomic();
+		wake_up_var(&qp->xmit_flags);
+		if (more) {
+			rs_qp_kick(qp);
+			return;
+		}
+		if (!test_bit(RS_XMIT_PENDING, &qp->xmit_flags))
+			return;
+	}
+}
+
+void rs_sender_work(struct work_struct *work)
+{
+	rs_qp_push(container_of(work, struct rs_qp, send_work));
+}
+
+/*
+ * The teardown, once the QP is down and the work item cancelled: become the
+ * sender for good, so that nothing is posted any more, and complete what
+ * the SEND being built holds.
+ */
+void rs_qp_xmit_stop(struct rs_qp *qp)
+{
+	struct rs_tx *tx;
+
+	wait_var_event(&qp->xmit_flags,
+		       !test_and_set_bit_lock(RS_XMIT_BUSY, &qp->xmit_flags));
+	spin_lock_irq(&qp->lock);
+	tx = qp->tx_open;
+	qp->tx_open = NULL;
+	spin_unlock_irq(&qp->lock);
+	if (tx)
+		rs_tx_release(qp, tx, -ECONNRESET, false);
 }

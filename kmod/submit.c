@@ -3,7 +3,8 @@
  * rdmashare: consuming the submission queue (RDMASHARE_IOC_ENTER).
  *
  * The caller's thread copies each SQE out of the shared ring once, validates
- * the copy and hands the operation on; it never touches a QP.  Every
+ * the copy and hands the operation on to its AC (ac.c), whose QP's sender
+ * may then post it from this thread (sender.c).  Every
  * consumed SQE yields exactly one completion, whose CQ slot is reserved
  * before the SQE is consumed: of the kind its opcode says (rings.c), so a
  * SEND finds no room once the file's waiting operations reached their

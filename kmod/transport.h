@@ -40,7 +40,6 @@ struct rs_rx_buf {
 	u64 dma;
 };
 
-/* A send buffer of a QP: one header plus at most one chunk. */
 /* What one record of a SEND holds on to until the SEND completes. */
 struct rs_tx_item {
 	struct rs_ac *ac;		/* reference held while posted */
@@ -50,13 +49,28 @@ struct rs_tx_item {
 /* Records one SEND carries at most (version 2; version 1: one). */
 #define RS_TX_BATCH_MAX		64
 
+/*
+ * A TX buffer and the SEND built in it: @len bytes of records so far;
+ * @closed once nothing more may join (full, or a unit that goes alone);
+ * @urgent once it holds a control record (credits, CONNECT, ACCEPT, CLOSE,
+ * REJECT), which autocork does not hold back.
+ */
 struct rs_tx {
 	struct ib_cqe cqe;
 	struct rs_qp *qp;
 	void *buf;
 	u64 dma;
+	u32 len;
+	bool closed;
+	bool urgent;
 	u32 nr_items;
 	struct rs_tx_item items[RS_TX_BATCH_MAX];
+};
+
+/* rs_qp.xmit_flags */
+enum {
+	RS_XMIT_BUSY,		/* someone is the sender (rs_qp_push()) */
+	RS_XMIT_PENDING,	/* work was queued since the sender looked */
 };
 
 enum rs_qp_state {
@@ -92,7 +106,14 @@ enum rs_qp_state {
  * @rejects: REJECTs and CLOSEs owed to the peer for ACs this host lacks
  *	(rs_reject.node); @nr_rejects of them, at most RS_MAX_REJECTS
  * @tx: TX buffers; @tx_free lists the free ones (a stack of indices)
- * @send_work: the sender, which alone posts sends on this QP
+ * @tx_inflight: SENDs posted and not completed; @tx_inflight_bytes their
+ *	bytes
+ * @xmit_flags: RS_XMIT_*: whoever holds RS_XMIT_BUSY is the sender, which
+ *	alone builds and posts SENDs on this QP (sender.c)
+ * @tx_open: the SEND being built, not posted yet; only the sender touches
+ *	it, or the teardown once it took RS_XMIT_BUSY for good
+ * @send_work: runs the sender when the caller that found work could not
+ *	(its budget ran out, or it may not post)
  * @keepalive: probes the peer while ACs use the QP, so that a peer that
  *	vanished is found (the probe's retries run out) even when every AC
  *	waits for credits and nothing else is in flight
@@ -136,6 +157,10 @@ struct rs_qp {
 	struct rs_tx *tx;
 	u32 *tx_free;
 	u32 nr_tx_free;
+	u32 tx_inflight;
+	u32 tx_inflight_bytes;
+	unsigned long xmit_flags;
+	struct rs_tx *tx_open;
 	struct work_struct send_work;
 	struct work_struct down_work;
 	struct work_struct connect_work;
@@ -229,17 +254,6 @@ enum rs_ac_state {
 #define RS_CTRL_CREDIT	BIT(2)
 #define RS_CTRL_CLOSE	BIT(3)
 
-/* A SEND, CLOSE or SHUTDOWN operation queued on an AC. */
-struct rs_send {
-	struct list_head node;		/* in rs_ac.sendq */
-	u64 user_data;
-	u64 addr;
-	u32 len;
-	u32 sent;			/* bytes posted so far */
-	u32 seq;
-	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
-};
-
 /**
  * struct rs_ac - this host's end of an abstract connection
  * @ref: references: the file's table, the conn table, the QP's lists, TX
@@ -275,7 +289,8 @@ struct rs_send {
  * peer's end is gone).
  *
  * Receive side, under @rf->rx_lock: @rx_reserved (slots set aside for this
- * AC, not in use), @rx_done (closed: deliver nothing more),
+ * AC, not in use), @rx_window (the slots it started with: the peer's
+ * credit window; set once, read under @qp->lock), @rx_done (closed: deliver nothing more),
  * @rx_seq/@rx_off/@rx_msg_len (the message being received).
  */
 struct rs_ac {
@@ -315,6 +330,7 @@ struct rs_ac {
 	bool cqe_used;
 
 	u32 rx_reserved;
+	u32 rx_window;
 	bool rx_done;
 	u32 rx_seq;
 	u32 rx_off;
@@ -430,10 +446,12 @@ extern struct mutex rs_peers_lock;
 int rs_qp_tx_init(struct rs_qp *qp);
 void rs_qp_tx_free(struct rs_qp *qp);
 void rs_qp_kick(struct rs_qp *qp);
+void rs_qp_push(struct rs_qp *qp);
 void rs_sender_work(struct work_struct *work);
+void rs_qp_xmit_stop(struct rs_qp *qp);
 
 /* ac.c: called from the transport */
-void rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload);
+bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload);
 void rs_ac_put(struct rs_ac *ac);
 void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 void rs_ac_qp_down(struct rs_ac *ac, int error);

@@ -434,8 +434,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Twenty-one tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(21, n);
+	/* Twenty-three tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(23, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

@@ -20,7 +20,11 @@
  *  - coalescing: 8 ACs' small messages, queued at once, travel several to a
  *    SEND (tx_sends below the records posted) with coalesce_max 4096, one
  *    to a SEND with 0, every message intact and in order either way; a
- *    value over 1 MiB is EINVAL.
+ *    value over 1 MiB is EINVAL;
+ *  - autocork: with credits to spare, messages sent one system call each
+ *    still share SENDs while one is in flight (autocork 1), go one to a
+ *    SEND without it (autocork 0), and share again when inflight_max lets
+ *    only one SEND fly; the tunables refuse values out of range.
  */
 #include <arpa/inet.h>
 
@@ -69,6 +73,8 @@ FIXTURE(st) {
 	struct rdmashare *c, *s;
 	char credits[32];
 	char coalesce[32];
+	char autocork[32];
+	char inflight[32];
 };
 
 FIXTURE_SETUP(st)
@@ -81,6 +87,10 @@ FIXTURE_SETUP(st)
 				  sizeof(self->credits)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/coalesce_max", self->coalesce,
 				  sizeof(self->coalesce)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/autocork", self->autocork,
+				  sizeof(self->autocork)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/inflight_max", self->inflight,
+				  sizeof(self->inflight)));
 }
 
 FIXTURE_TEARDOWN(st)
@@ -89,6 +99,8 @@ FIXTURE_TEARDOWN(st)
 	rdmashare_close(self->s);
 	rs_write_file(RS_SYSFS "/credits_per_ac", self->credits);
 	rs_write_file(RS_SYSFS "/coalesce_max", self->coalesce);
+	rs_write_file(RS_SYSFS "/autocork", self->autocork);
+	rs_write_file(RS_SYSFS "/inflight_max", self->inflight);
 }
 
 TEST_F_TIMEOUT(st, counts, 120)
@@ -438,7 +450,6 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 	free(buf);
 }
 
-TEST_HARNESS_MAIN
 
 /* One round of the coalescing test: records and SENDs posted meanwhile. */
 static int coalesce_round(struct rdmashare *c, struct rdmashare *s, const int *cac,
@@ -513,3 +524,73 @@ TEST_F_TIMEOUT(st, coalescing, 180)
 	EXPECT_LE(256, records);
 	EXPECT_EQ(records, sends);
 }
+
+/*
+ * 8 ACs with 64 credits each: 32 messages each, one rdmashare_send() (one
+ * system call) apiece, so that nothing but autocork and inflight_max makes
+ * them share a SEND.  Records per SEND on the device, both directions (the
+ * receiver's credits too).
+ */
+static int cork_round(struct rdmashare *c, struct rdmashare *s, const char *autocork,
+		      const char *inflight, const int *cac, const int *sac,
+		      const char *dev, double *fill)
+{
+	long records, sends;
+	int ret;
+
+	ret = rs_write_file(RS_SYSFS "/autocork", autocork);
+	if (!ret)
+		ret = rs_write_file(RS_SYSFS "/inflight_max", inflight);
+	if (!ret)
+		ret = coalesce_round(c, s, cac, sac, 8, 32, dev, &records, &sends);
+	if (ret)
+		return ret;
+	if (records < 256 || sends <= 0)
+		return -ERANGE;
+	*fill = (double)records / sends;
+	return 0;
+}
+
+TEST_F_TIMEOUT(st, autocork, 240)
+{
+	/* Slots for 8 ACs of 64 credits. */
+	struct rdmashare *c = rs_open_setup(4 << 20, 512);
+	struct rdmashare *s = rs_open_setup(4 << 20, 512);
+	int cac[8], sac[8], a, l = -1;
+	double on, off, capped;
+	char dev[512];
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev)));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/autocork", "2"));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/inflight_max", "0"));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/inflight_max", "1073741825"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "64"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "4096"));
+	for (a = 0; a < 8; a++) {
+		struct sockaddr_in sin = addr_of(PORT + 10);
+
+		if (l < 0) {
+			l = rdmashare_listen(s, PORT + 10, 8);
+			ASSERT_LE(0, l);
+		}
+		cac[a] = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LE(0, cac[a]);
+		sac[a] = rdmashare_accept(s, l, 20000);
+		ASSERT_LE(0, sac[a]);
+	}
+
+	ASSERT_EQ(0, cork_round(c, s, "0", "1073741824", cac, sac, dev, &off));
+	ASSERT_EQ(0, cork_round(c, s, "1", "1073741824", cac, sac, dev, &on));
+	ASSERT_EQ(0, cork_round(c, s, "0", "1", cac, sac, dev, &capped));
+	TH_LOG("records per SEND: autocork %.2f, none %.2f, inflight_max 1 %.2f",
+	       on, off, capped);
+	EXPECT_LE(2.0, on);
+	EXPECT_LE(2.0, capped);
+	EXPECT_GT(on, off);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+TEST_HARNESS_MAIN
