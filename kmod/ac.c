@@ -1478,9 +1478,12 @@ void rs_file_release(struct rs_file *rf)
 	struct rs_ac *ac;
 	u32 id;
 
+	/* Under submit_lock too: no completion consumes the SQ after this. */
+	mutex_lock(&rf->submit_lock);
 	mutex_lock(&rf->ac_lock);
 	rf->closing = true;
 	mutex_unlock(&rf->ac_lock);
+	mutex_unlock(&rf->submit_lock);
 
 	/*
 	 * A reference taken under the table's lock: a CLOSE completing now

@@ -53,7 +53,8 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 	q->num_devices = rs_device_count();
 	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED |
 		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS |
-		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS;
+		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS |
+		      RDMASHARE_FEAT_SQ_WAKEUP;
 	return 0;
 }
 

@@ -107,6 +107,12 @@ struct rs_rings {
  * @cq_entries: CQ size, a power of two (the kernel's copy)
  * @submit_lock: serialises SQ consumers; protects @sq_head
  * @sq_head: the kernel's SQ head, published to @rings->sq.head
+ * @sq_wakeup: RDMASHARE_SETUP_SQ_WAKEUP: completions consume the SQ too
+ * @sq_poll: RS_SQ_POLL_PENDING: a completion found @submit_lock taken; its
+ *	holder looks at the SQ once more before it leaves (submit.c)
+ * @ops_on_wire: the file's operations in SENDs built or posted, each of
+ *	which completes without the application (sender.c): while there are
+ *	any, a completion will come to consume the SQ
  * @cq_lock: protects @cq_tail and the reservation counts
  * @cq_tail: the kernel's CQ tail, published to @rings->cq.tail
  * @cq_reserved: completions promised to consumed work but not yet posted
@@ -129,7 +135,8 @@ struct rs_rings {
  * @ref: the file and each of its ACs hold one
  * @ac_lock: AC table changes and listener backlogs
  * @acs: the file's ACs by file-local id (additions under @ac_lock)
- * @closing: release has started; no new ACs
+ * @closing: release has started; no new ACs, no SQ consumed (set under
+ *	@submit_lock and @ac_lock)
  * @rx_lock: the receive slots and every AC's receive state
  * @rx_slots: receive slots, each @rx_slot_size bytes from @rx_offset in @data
  * @rx_unreserved: slots neither in use nor set aside for an AC
@@ -155,6 +162,9 @@ struct rs_file {
 
 	struct mutex submit_lock;	/* one SQ consumer at a time */
 	u32 sq_head;
+	bool sq_wakeup;
+	unsigned long sq_poll;
+	atomic_t ops_on_wire;
 
 	spinlock_t cq_lock;		/* CQ producers */
 	u32 cq_tail;
@@ -212,6 +222,9 @@ struct rs_send {
 	u32 seq;
 	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
 };
+
+/* rs_file.sq_poll */
+#define RS_SQ_POLL_PENDING	0
 
 /* A receive slot: free, or holding a delivered chunk for an AC. */
 struct rs_rx_slot {
@@ -294,6 +307,7 @@ u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe);
 u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);
 bool rs_sq_has_space(struct rs_file *rf);
+void rs_sq_poll(struct rs_file *rf);
 struct rs_send *rs_op_get(struct rs_file *rf);
 void rs_op_put(struct rs_file *rf, struct rs_send *op);
 

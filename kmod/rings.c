@@ -125,7 +125,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	u32 sq_entries, cq_entries, rx_slots, i;
 	int ret;
 
-	if (p->flags || p->resv[0] || p->resv[1] || p->resv[2])
+	if ((p->flags & ~RDMASHARE_SETUP_SQ_WAKEUP) || p->resv[0] || p->resv[1] || p->resv[2])
 		return -EINVAL;
 	ret = rs_ring_size(p->sq_entries, rs_sq_entries_default, rs_sq_entries_max,
 			   &sq_entries);
@@ -208,6 +208,10 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	rf->rings->cq_ring_mask = cq_entries - 1;
 	rf->rings->sq_ring_entries = sq_entries;
 	rf->rings->cq_ring_entries = cq_entries;
+	/* Nothing on the wire yet: ENTER submits. */
+	rf->sq_wakeup = p->flags & RDMASHARE_SETUP_SQ_WAKEUP;
+	if (rf->sq_wakeup)
+		rf->rings->sq_flags = RDMASHARE_SQ_NEED_WAKEUP;
 
 	p->sq_entries = sq_entries;
 	p->cq_entries = cq_entries;

@@ -108,13 +108,25 @@ void rs_qp_kick(struct rs_qp *qp)
  */
 static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool posted)
 {
+	struct rs_file *poll[RS_TX_BATCH_MAX];
+	u32 i, j, nr_poll = 0;
 	struct rs_tx_item *it;
-	u32 i;
+	struct rs_file *rf;
 
 	for (i = 0; i < tx->nr_items; i++) {
 		it = &tx->items[i];
-		if (it->op)
+		if (it->op) {
+			rf = it->ac->rf;
 			rs_ac_send_done(it->ac, it->op, status);
+			atomic_dec(&rf->ops_on_wire);
+			/* Its completion consumes the file's SQ (submit.c). */
+			for (j = 0; j < nr_poll && poll[j] != rf; j++)
+				;
+			if (rf->sq_wakeup && j == nr_poll) {
+				kref_get(&rf->ref);
+				poll[nr_poll++] = rf;
+			}
+		}
 		rs_ac_put(it->ac);
 	}
 	tx->nr_items = 0;
@@ -125,6 +137,11 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 	}
 	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
 	spin_unlock_irq(&qp->lock);
+
+	for (j = 0; j < nr_poll; j++) {
+		rs_sq_poll(poll[j]);
+		rs_file_put(poll[j]);
+	}
 }
 
 /*
@@ -379,6 +396,8 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 		tx->items[tx->nr_items].ac = p->ac;
 		tx->items[tx->nr_items].op = p->op;
 		tx->nr_items++;
+		if (p->op)
+			atomic_inc(&p->ac->rf->ops_on_wire);
 	}
 	trace_rdmashare_msg_post(qp, &p->m);
 	rs_qp_count_msg(qp, &p->m, false);

@@ -9,6 +9,11 @@
  * before the SQE is consumed: of the kind its opcode says (rings.c), so a
  * SEND finds no room once the file's waiting operations reached their
  * limit, while a RELEASE still does.
+ *
+ * With RDMASHARE_SETUP_SQ_WAKEUP, the completion of a file's operation on
+ * the wire consumes the SQ too (rs_sq_poll(), from the completion handler),
+ * so that while traffic flows the application need not enter the kernel to
+ * submit; RDMASHARE_SQ_NEED_WAKEUP tells it when it must.
  */
 #include <linux/jiffies.h>
 #include <linux/nospec.h>
@@ -82,20 +87,19 @@ static void rs_submit_one(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 	}
 }
 
-static int rs_submit(struct rs_file *rf, u32 to_submit)
+/* Called with submit_lock held: consume up to @to_submit SQEs, in order. */
+static int rs_sq_consume(struct rs_file *rf, u32 to_submit)
 {
 	struct rdmashare_sqe sqe;
 	int avail, n;
 	u32 tail, slot;
 
-	mutex_lock(&rf->submit_lock);
+	lockdep_assert_held(&rf->submit_lock);
 	/* Pairs with the application's store-release: its SQEs are written. */
 	tail = smp_load_acquire(&rf->rings->sq.tail);
 	avail = rs_ring_to_consume(rf->sq_head, tail, rf->sq_entries, to_submit);
-	if (avail < 0) {
-		mutex_unlock(&rf->submit_lock);
+	if (avail < 0)
 		return avail;
-	}
 	for (n = 0; n < avail; n++) {
 		slot = array_index_nospec(rs_ring_slot(rf->sq_head, rf->sq_entries),
 					  rf->sq_entries);
@@ -109,7 +113,99 @@ static int rs_submit(struct rs_file *rf, u32 to_submit)
 	}
 	/* The SQEs were copied out before their slots are handed back. */
 	smp_store_release(&rf->rings->sq.head, rf->sq_head);
+	return n;
+}
+
+/*
+ * Called with submit_lock held, after consuming: may the application leave
+ * what it publishes next to the kernel?  Only while an operation of the file
+ * is on the wire (its completion will consume the SQ) and nothing was left
+ * in the SQ (no CQ room: the application reaps, then calls ENTER).  True if
+ * the application must call ENTER.
+ */
+static bool rs_sq_need_wakeup(struct rs_file *rf)
+{
+	bool need;
+
+	need = !atomic_read(&rf->ops_on_wire) ||
+	       READ_ONCE(rf->rings->sq.tail) != rf->sq_head;
+	WRITE_ONCE(rf->rings->sq_flags, need ? RDMASHARE_SQ_NEED_WAKEUP : 0);
+	/*
+	 * The flag before the tail: pairs with the application's barrier
+	 * between its tail and its reading of the flag.
+	 */
+	smp_mb();
+	return need;
+}
+
+/* Rounds of the SQ one consumer makes after it set the flag. */
+#define RS_SQ_RECHECK	8
+
+/*
+ * Called with submit_lock held: consume, then publish the flag.  Once the
+ * flag is set, SQEs the application published while it still read clear
+ * are this caller's to consume: it looks at the tail again.
+ */
+static int rs_sq_run(struct rs_file *rf, u32 to_submit)
+{
+	int n, more, round;
+
+	n = rs_sq_consume(rf, to_submit);
+	if (!rf->sq_wakeup)
+		return n;
+	if (n < 0) {
+		/* A tail out of range: ENTER reports it. */
+		WRITE_ONCE(rf->rings->sq_flags, RDMASHARE_SQ_NEED_WAKEUP);
+		return n;
+	}
+	for (round = 0; round < RS_SQ_RECHECK && rs_sq_need_wakeup(rf); round++) {
+		more = rs_sq_consume(rf, U32_MAX);
+		if (more <= 0)
+			break;
+		n += more;
+	}
+	return n;
+}
+
+/*
+ * A completion of one of @rf's operations on the wire: consume what the
+ * application published since (RDMASHARE_SETUP_SQ_WAKEUP).  If another
+ * consumer holds submit_lock, it is told to look again before it leaves
+ * instead; nothing here waits.  Process context.
+ */
+void rs_sq_poll(struct rs_file *rf)
+{
+	set_bit(RS_SQ_POLL_PENDING, &rf->sq_poll);
+	/* Pairs with the barrier after the holder's unlock. */
+	smp_mb__after_atomic();
+	while (mutex_trylock(&rf->submit_lock)) {
+		clear_bit(RS_SQ_POLL_PENDING, &rf->sq_poll);
+		/* Cleared before looking at the SQ. */
+		smp_mb__after_atomic();
+		/* Once the file's release began, only it touches the ACs. */
+		if (!READ_ONCE(rf->closing))
+			rs_sq_run(rf, U32_MAX);
+		mutex_unlock(&rf->submit_lock);
+		/* Unlocked before looking at RS_SQ_POLL_PENDING. */
+		smp_mb();
+		if (!test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll))
+			return;
+	}
+}
+
+static int rs_submit(struct rs_file *rf, u32 to_submit)
+{
+	int n;
+
+	mutex_lock(&rf->submit_lock);
+	n = rs_sq_run(rf, to_submit);
 	mutex_unlock(&rf->submit_lock);
+	if (rf->sq_wakeup) {
+		/* A completion that found the lock taken left the SQ to us. */
+		smp_mb();
+		if (test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll))
+			rs_sq_poll(rf);
+	}
 	return n;
 }
 

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,6 +224,45 @@ static inline int rs_op_result(struct rdmashare *rs, __u64 user_data)
 		}
 		rdmashare_cqe_seen(rs, cqe);
 	}
+}
+
+/*
+ * Run @fn(ready_fd, @port) in a child process and wait until it wrote a byte
+ * to ready_fd (it listens); its return value is the child's exit status.
+ * The child's pid, or -1 if it could not start.
+ */
+static inline pid_t rs_fork_ready(int (*fn)(int ready_fd, unsigned int port),
+				  unsigned int port)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		close(fds[0]);
+		_exit(fn(fds[1], port));
+	}
+	close(fds[1]);
+	if (pid > 0 && read(fds[0], &c, 1) != 1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = -1;
+	}
+	close(fds[0]);
+	return pid;
+}
+
+/* The exit status of child @pid, 100 + the signal that killed it, or -1. */
+static inline int rs_wait_child(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
 }
 
 #endif

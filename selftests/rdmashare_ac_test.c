@@ -75,37 +75,6 @@ static int echo_server(int ready_fd, unsigned int port)
 	return 0;
 }
 
-static pid_t start_server(struct __test_metadata *_metadata, unsigned int port)
-{
-	int fds[2];
-	pid_t pid;
-	char c;
-
-	if (pipe(fds))
-		return -1;
-	pid = fork();
-	if (!pid) {
-		close(fds[0]);
-		_exit(echo_server(fds[1], port));
-	}
-	close(fds[1]);
-	if (read(fds[0], &c, 1) != 1)
-		TH_LOG("the server did not start");
-	close(fds[0]);
-	return pid;
-}
-
-static int wait_server(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return -1;
-	return WEXITSTATUS(status);
-}
-
-
-
 /* Soft-RoCE under emulation is slow: the data tests get minutes. */
 FIXTURE(data) {
 	int unused;
@@ -131,7 +100,7 @@ TEST_F_TIMEOUT(data, echo_sizes, 240)
 	pid_t pid;
 	int ac;
 
-	pid = start_server(_metadata, PORT);
+	pid = rs_fork_ready(echo_server, PORT);
 	ASSERT_LT(0, pid);
 	rs = open_setup();
 	ASSERT_NE(NULL, rs);
@@ -187,7 +156,7 @@ TEST_F_TIMEOUT(data, echo_sizes, 240)
 		ASSERT_EQ(0, memcmp(out, in, 512)) TH_LOG("message %u", i);
 	}
 	ASSERT_EQ(0, rdmashare_close_ac(rs, ac));
-	EXPECT_EQ(0, wait_server(pid));
+	EXPECT_EQ(0, rs_wait_child(pid));
 	rdmashare_close(rs);
 }
 

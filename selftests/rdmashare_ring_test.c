@@ -137,7 +137,7 @@ TEST(setup_bad_arguments)
 		int err;
 	} cases[] = {
 		{ "short size", { .size = 8 }, -EINVAL },
-		{ "flags", { .size = sizeof(struct rdmashare_setup), .flags = 1 }, -EINVAL },
+		{ "flags", { .size = sizeof(struct rdmashare_setup), .flags = 2 }, -EINVAL },
 		{ "high flag", { .size = sizeof(struct rdmashare_setup), .flags = 1u << 31 }, -EINVAL },
 		{ "reserved", { .size = sizeof(struct rdmashare_setup), .resv = { 0, 0, 1 } }, -EINVAL },
 		{ "sq over max", { .size = sizeof(struct rdmashare_setup), .sq_entries = 4097 }, -EINVAL },

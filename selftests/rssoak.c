@@ -23,8 +23,9 @@
  * or corrupted), or an AC that closed normally with messages unanswered.
  * After SECONDS (default 120), and once an AC completed since the last one
  * failed (the peer is back; at most 4 minutes more), the workers stop;
- * every AC must then be gone from the device gauges.  The summary line: "# rssoak: N messages checked,
- * A ACs (F failed), K workers killed, E errors".
+ * every AC must then be gone from the device gauges.  The summary line:
+ * "# rssoak: N messages checked, A ACs (F failed), K workers killed, E
+ * errors".  Odd workers, on both sides, use RDMASHARE_SETUP_SQ_WAKEUP.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -91,10 +92,31 @@ static void error(const char *fmt, ...)
 	add(&tot->errors, 1);
 }
 
+/*
+ * Odd workers set their handles up with RDMASHARE_SETUP_SQ_WAKEUP, so that
+ * completions consume their SQs through the faults too.
+ */
+static struct rdmashare *soak_open(unsigned int w)
+{
+	struct rdmashare_setup p = {
+		.flags = (w & 1) ? RDMASHARE_SETUP_SQ_WAKEUP : 0,
+		.data_size = 4 << 20, .rx_slots = 64,
+	};
+	struct rdmashare *rs;
+
+	if (rdmashare_open(&rs, 0))
+		return NULL;
+	if (rdmashare_setup(rs, &p)) {
+		rdmashare_close(rs);
+		return NULL;
+	}
+	return rs;
+}
+
 static void server_worker(unsigned int w, double end)
 {
 	static uint8_t buf[MAX_MSG];
-	struct rdmashare *rs = rs_open_setup(4 << 20, 64);
+	struct rdmashare *rs = soak_open(w);
 	double last = 0;
 	int l, ac;
 	ssize_t n;
@@ -139,7 +161,7 @@ static void client_worker(unsigned int w, double end)
 	inet_pton(AF_INET, peer, &sin.sin_addr);
 	while (!__atomic_load_n(&tot->stop, __ATOMIC_RELAXED)) {
 		if (!rs) {
-			rs = rs_open_setup(4 << 20, 64);
+			rs = soak_open(w);
 			if (!rs) {
 				error("client %u: cannot open", w);
 				_exit(1);

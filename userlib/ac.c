@@ -264,7 +264,8 @@ static int rs_reap(struct rdmashare *rs, int wait, unsigned int timeout_ms)
  * Submit the SQ.  The kernel consumes an SQE only with CQ room for its
  * completion: while it leaves some in the SQ, file the completions that
  * wait (or the next one) and submit again, or a SEND could sit in the SQ
- * while its peer waits for it.
+ * while its peer waits for it.  Unless the kernel takes them by itself
+ * (RDMASHARE_SETUP_SQ_WAKEUP, with an operation on the wire).
  */
 static int rs_push(struct rdmashare *rs)
 {
@@ -274,12 +275,31 @@ static int rs_push(struct rdmashare *rs)
 		ret = rdmashare_submit(rs);
 		if (ret < 0)
 			return ret;
-		if (rs->sq.tail == rs_smp_load_acquire(rs->sq.khead))
+		if (rs->sq.tail == rs_smp_load_acquire(rs->sq.khead) ||
+		    rs_kernel_takes(rs))
 			return 0;
 		ret = rs_reap(rs, 1, 0);
 		if (ret)
 			return ret;
 	}
+}
+
+/* RELEASEs the library lets gather before it submits them. */
+#define RS_RELEASE_BATCH	16
+
+/*
+ * After a RELEASE: publish it, but submit only once RS_RELEASE_BATCH
+ * entries wait.  Everything that waits for a completion submits first
+ * (rs_reap()), and so does every SEND, so a receiver that runs dry gives
+ * its slots back at once, and one that keeps up gives them back a batch
+ * per system call.
+ */
+static int rs_push_release(struct rdmashare *rs)
+{
+	rs_smp_store_release(rs->sq.ktail, rs->sq.tail);
+	if (rs->sq.tail - rs_smp_load_acquire(rs->sq.khead) < RS_RELEASE_BATCH)
+		return 0;
+	return rs_push(rs);
 }
 
 /* An SQE, reaping and submitting until one is free. */
@@ -508,8 +528,7 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		got += c->len;
 		more = c->more;
 		rs_release(rs, ac, c);
-		/* Hand the slot back now: the sender may be waiting for it. */
-		ret = rs_push(rs);
+		ret = rs_push_release(rs);
 		if (ret < 0)
 			return ret;
 	}

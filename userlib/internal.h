@@ -17,6 +17,8 @@
 struct rs_sq {
 	unsigned int *khead;	/* kernel's, read with acquire */
 	unsigned int *ktail;	/* ours, published with release */
+	unsigned int *kflags;	/* kernel's: RDMASHARE_SQ_* */
+	int wakeup;		/* set up with RDMASHARE_SETUP_SQ_WAKEUP */
 	unsigned int mask;
 	unsigned int entries;
 	unsigned int tail;	/* next SQE to hand out */
@@ -80,5 +82,6 @@ struct rdmashare {
 /* ioctl(2); returns a negative errno on failure. */
 int rs_ioctl(struct rdmashare *rs, unsigned long cmd, void *arg);
 void rs_rings_unmap(struct rdmashare *rs);
+int rs_kernel_takes(struct rdmashare *rs);
 
 #endif

@@ -68,6 +68,8 @@ int rdmashare_setup(struct rdmashare *rs, struct rdmashare_setup *p)
 
 	rs->sq.khead = rs_at(rings, p->sq_off.head);
 	rs->sq.ktail = rs_at(rings, p->sq_off.tail);
+	rs->sq.kflags = rs_at(rings, p->sq_off.flags);
+	rs->sq.wakeup = !!(p->flags & RDMASHARE_SETUP_SQ_WAKEUP);
 	rs->sq.mask = *(unsigned int *)rs_at(rings, p->sq_off.ring_mask);
 	rs->sq.entries = *(unsigned int *)rs_at(rings, p->sq_off.ring_entries);
 	rs->sq.sqes = rs_at(rings, p->sq_off.entries);
@@ -118,6 +120,19 @@ static int rs_enter(struct rdmashare *rs, unsigned int to_submit,
 	return ret < 0 ? ret : (int)e.submitted;
 }
 
+/*
+ * RDMASHARE_SETUP_SQ_WAKEUP: does the kernel take what was just published
+ * by itself?  The tail is published before the flag is read (a full
+ * barrier: the kernel sets the flag, then looks at the tail).
+ */
+int rs_kernel_takes(struct rdmashare *rs)
+{
+	if (!rs->sq.wakeup)
+		return 0;
+	atomic_thread_fence(memory_order_seq_cst);
+	return !(rs_smp_load_acquire(rs->sq.kflags) & RDMASHARE_SQ_NEED_WAKEUP);
+}
+
 int rdmashare_submit_and_wait(struct rdmashare *rs, unsigned int wait_nr,
 			      unsigned int timeout_ms)
 {
@@ -128,6 +143,9 @@ int rdmashare_submit_and_wait(struct rdmashare *rs, unsigned int wait_nr,
 	pending = rs->sq.tail - rs_smp_load_acquire(rs->sq.khead);
 	if (!pending && !wait_nr)
 		return 0;
+	/* In flight: a completion takes them, no system call. */
+	if (!wait_nr && rs_kernel_takes(rs))
+		return pending;
 	return rs_enter(rs, pending, wait_nr, timeout_ms);
 }
 

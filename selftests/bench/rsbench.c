@@ -9,7 +9,8 @@
  * module's QP(s) to it (qps_per_peer).  A thread keeps at most -d DEPTH
  * SENDs outstanding from DEPTH slots of its data area, with the raw ring
  * API: one SQE and one submit per message, as mutexqp posts one work
- * request per message.
+ * request per message (RDMASHARE_SETUP_SQ_WAKEUP: the submit enters the
+ * kernel only when the kernel asks for it).
  *
  * Every message starts with a struct rb_hdr (sender id, flags, length,
  * number of bulk senders, depth, sequence), the same 32 bytes as mutexqp's
@@ -122,7 +123,9 @@ static size_t align64(size_t n)
 static struct rdmashare *rs_new(size_t data_size, unsigned int rx_slots,
 				unsigned int sq_entries)
 {
+	/* One submit per message, but a system call only when the kernel asks. */
 	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_SQ_WAKEUP,
 		.data_size = data_size,
 		.rx_slots = rx_slots,
 		.sq_entries = sq_entries,

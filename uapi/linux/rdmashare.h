@@ -44,6 +44,7 @@ enum {
 #define RDMASHARE_FEAT_AC_STATS	(1ULL << 4)	/* AC_STATS */
 #define RDMASHARE_FEAT_DISCARD	(1ULL << 5)	/* CQE_F_DISCARD */
 #define RDMASHARE_FEAT_CQ_LIMITS	(1ULL << 6)	/* SETUP's max_acs, max_waiting */
+#define RDMASHARE_FEAT_SQ_WAKEUP	(1ULL << 7)	/* RDMASHARE_SETUP_SQ_WAKEUP */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -88,7 +89,8 @@ struct rdmashare_query {
  * @tail: offset of the __u32 tail index
  * @ring_mask: offset of the __u32 mask (entries - 1)
  * @ring_entries: offset of the __u32 number of entries
- * @flags: offset of the __u32 ring flags (none defined yet)
+ * @flags: offset of the __u32 ring flags: RDMASHARE_SQ_* for the SQ (the
+ *	kernel writes them, the application reads them), none for the CQ
  * @entries: offset of the first entry
  * @resv: reserved
  */
@@ -102,10 +104,30 @@ struct rdmashare_ring_offsets {
 	__u32 resv[2];
 };
 
+/*
+ * RDMASHARE_IOC_SETUP flags.
+ *
+ * RDMASHARE_SETUP_SQ_WAKEUP: the kernel also consumes the SQ by itself,
+ * without RDMASHARE_IOC_ENTER, whenever one of the file's SENDs, CLOSEs or
+ * SHUTDOWNs that went on the wire completes, in the order and with the CQ
+ * room rules of ENTER.  While such an operation is in flight, and the
+ * kernel left nothing in the SQ, it clears RDMASHARE_SQ_NEED_WAKEUP in the
+ * SQ ring's flags: SQEs published meanwhile (a store-release of the tail)
+ * will be consumed without a system call.  Otherwise the flag is set, and
+ * the application must call ENTER for them.  The application publishes the
+ * tail, then issues a full barrier, then reads the flags (io_uring's
+ * IORING_SQ_NEED_WAKEUP contract); the kernel sets the flag, then issues a
+ * full barrier, then looks at the tail once more.
+ */
+#define RDMASHARE_SETUP_SQ_WAKEUP	(1U << 0)
+
+/* SQ ring flags */
+#define RDMASHARE_SQ_NEED_WAKEUP	(1U << 0)	/* call ENTER to submit */
+
 /**
  * struct rdmashare_setup - RDMASHARE_IOC_SETUP
  * @size: sizeof(struct rdmashare_setup)
- * @flags: must be 0
+ * @flags: RDMASHARE_SETUP_*
  * @sq_entries: in: SQ size wanted, 0 for the default; rounded up to a power
  *	of two; out: the SQ size
  * @cq_entries: in: CQ size wanted, 0 for twice the SQ plus @rx_slots; at

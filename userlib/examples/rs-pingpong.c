@@ -154,7 +154,8 @@ int main(int argc, char **argv)
 	}
 	ret = rdmashare_open(&rs, 0);
 	if (!ret)
-		ret = rdmashare_setup(rs, &(struct rdmashare_setup){ .data_size = 8 << 20 });
+		ret = rdmashare_setup(rs, &(struct rdmashare_setup){
+			.flags = RDMASHARE_SETUP_SQ_WAKEUP, .data_size = 8 << 20 });
 	if (ret) {
 		fprintf(stderr, "rs-pingpong: %s: %s\n", RDMASHARE_DEV_PATH, strerror(-ret));
 		return 1;

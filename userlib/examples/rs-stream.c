@@ -33,7 +33,10 @@ static double now(void)
 
 static struct rdmashare *open_rs(size_t data, unsigned int slots)
 {
-	struct rdmashare_setup p = { .data_size = data, .rx_slots = slots };
+	/* Submissions ride on completions while the stream flows. */
+	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_SQ_WAKEUP, .data_size = data, .rx_slots = slots,
+	};
 	struct rdmashare *rs;
 	int ret;
 
@@ -47,9 +50,28 @@ static struct rdmashare *open_rs(size_t data, unsigned int slots)
 	return rs;
 }
 
+/*
+ * Receive slots for every AC's credit window: the module sets credits_per_ac
+ * slots aside per AC (4 unless the administrator changed it).
+ */
+static unsigned int ac_slots(unsigned int nacs)
+{
+	FILE *f = fopen("/sys/class/misc/rdmashare/credits_per_ac", "r");
+	unsigned long long n;
+	unsigned int per_ac = 4;
+
+	if (f) {
+		if (fscanf(f, "%u", &per_ac) != 1 || !per_ac)
+			per_ac = 4;
+		fclose(f);
+	}
+	n = (unsigned long long)nacs * per_ac;
+	return n > 4096 ? 4096 : n;
+}
+
 static int server(unsigned int port, unsigned int nacs, size_t max)
 {
-	struct rdmashare *rs = open_rs(1 << 20, nacs * 4 > 4096 ? 4096 : nacs * 4);
+	struct rdmashare *rs = open_rs(1 << 20, ac_slots(nacs));
 	unsigned int i, open_acs = nacs, bad = 0;
 	unsigned long long bytes = 0, msgs = 0;
 	unsigned int *seq = calloc(nacs, sizeof(*seq));
@@ -108,7 +130,7 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 		       unsigned int nmsgs)
 {
 	struct rdmashare *rs = open_rs(len * 64 > (8 << 20) ? len * 64 : 8 << 20,
-				       nacs * 4 > 4096 ? 4096 : nacs * 4);
+				       ac_slots(nacs));
 	char *buf = calloc(1, len > 4 ? len : 4);
 	int *acs = calloc(nacs, sizeof(*acs));
 	unsigned int i, m;
