@@ -74,16 +74,6 @@ step() {
 	return 1
 }
 
-# The emulator's known fault: QEMU 7.2's multi-threaded TCG sometimes runs
-# code the kernel is patching live (static keys, tracepoints) and the guest
-# dies of an "Oops: int3" in kernel code rdmashare does not patch (seen in
-# sched_clock_cpu at boot, before any module, and in trace_sched_wakeup).
-# rdmashare uses no kprobes or text patching, so such a guest is booted once
-# more; check.sh says so.  Any other failure counts at once.
-emulator_int3() {
-	grep -qE '^  \| .*Oops: int3' "$1"
-}
-
 # vm_stage NAME KERNEL MODULE RUNNER-ARGS...: run the selftests in a guest.
 vm_stage() {
 	local name=$1 kernel=$2 ko=$3 log=$LOGS/$1.log res p f s t0 vm_ok=1
@@ -95,7 +85,7 @@ vm_stage() {
 	fi
 	bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$ko" \
 		--timeout 2400 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
-	if [ $vm_ok = 0 ] && emulator_int3 "$log"; then
+	if [ $vm_ok = 0 ] && rs_emulator_int3 "$log"; then
 		printf '[check] note    %s: the guest died of the emulator'"'"'s int3 fault (log: %s.int3); once more\n' \
 			"$name" "$log"
 		mv "$log" "$log.int3"

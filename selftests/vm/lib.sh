@@ -10,6 +10,17 @@ RS_CACHE=${RDMASHARE_CACHE:-/var/cache/rdmashare}
 rs_log() { printf '[rdmashare] %s\n' "$*" >&2; }
 rs_die() { printf '[rdmashare] error: %s\n' "$*" >&2; exit 1; }
 
+# rs_emulator_int3 LOG: did the guest of this run-vm.sh log die of the
+# emulator's known fault?  QEMU 7.2's multi-threaded TCG sometimes runs code
+# the kernel is patching live (static keys, tracepoints) and the guest dies
+# of an "Oops: int3" in kernel code rdmashare does not patch (seen in
+# sched_clock_cpu at boot, before any module, and in trace_sched_wakeup).
+# rdmashare uses no kprobes or text patching, so the callers boot such a
+# guest once more, and say so.  Any other failure counts at once.
+rs_emulator_int3() {
+	grep -qE '^  \| .*Oops: int3' "$1"
+}
+
 # rs_stock_kver SERIES: newest installed Debian kernel of a series ("6.1",
 # "6.12") that has an image, a module tree and headers.
 rs_stock_kver() {
