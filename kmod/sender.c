@@ -425,7 +425,8 @@ static bool rs_tx_may_post(struct rs_qp *qp, struct rs_tx *tx)
  * The sender: called with RS_XMIT_BUSY held.  Each round plans one unit
  * under the QP's lock and appends it to the open SEND outside it; a SEND
  * is posted once nothing more joins it now and rs_tx_may_post() agrees.
- * Returns true if it stopped after @budget SENDs with work left.
+ * Returns true if it stopped after @budget SENDs (work may be left: the
+ * caller hands over to the work item).
  */
 static bool rs_xmit(struct rs_qp *qp, u32 budget)
 {

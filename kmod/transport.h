@@ -10,8 +10,11 @@
  *   rs_ac       one end of an abstract connection (ac.c), owned by a file
  *
  * Locks, outermost first: rs_peers_lock (mutex) > rs_peer.qps_lock (mutex)
- * > rs_file.ac_lock (mutex) > rs_file.rx_lock (spinlock) > rs_qp.lock
- * (spinlock) > rs_file.cq_lock.
+ * > rs_file.submit_lock (mutex) > rs_file.ac_lock (mutex) > rs_file.rx_lock
+ * (spinlock) > rs_qp.lock (spinlock) > rs_file.cq_lock.  RS_XMIT_BUSY, a bit
+ * lock, is taken under submit_lock (an ENTER that posts) and outside
+ * rs_qp.lock; its holder takes a file's submit_lock only by trylock
+ * (rs_sq_poll()), as a completion handler does.
  * Completion handlers run in process context (IB_POLL_WORKQUEUE).
  */
 #ifndef _RDMASHARE_TRANSPORT_H

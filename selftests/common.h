@@ -190,19 +190,26 @@ static inline int rs_write_file(const char *path, const char *s)
 	return n < 0 ? (int)n : 0;
 }
 
-/* A /dev/rdmashare handle set up with the given data area and slots. */
-static inline struct rdmashare *rs_open_setup(size_t data, unsigned int slots)
+/* A /dev/rdmashare handle set up with *@p (which SETUP fills in). */
+static inline struct rdmashare *rs_open_with(struct rdmashare_setup *p)
 {
-	struct rdmashare_setup p = { .data_size = data, .rx_slots = slots };
 	struct rdmashare *rs;
 
 	if (rdmashare_open(&rs, 0))
 		return NULL;
-	if (rdmashare_setup(rs, &p)) {
+	if (rdmashare_setup(rs, p)) {
 		rdmashare_close(rs);
 		return NULL;
 	}
 	return rs;
+}
+
+/* A /dev/rdmashare handle set up with the given data area and slots. */
+static inline struct rdmashare *rs_open_setup(size_t data, unsigned int slots)
+{
+	struct rdmashare_setup p = { .data_size = data, .rx_slots = slots };
+
+	return rs_open_with(&p);
 }
 
 /*

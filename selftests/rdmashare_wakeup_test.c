@@ -53,9 +53,8 @@ static int raw_open(struct raw *r, __u32 flags, unsigned int slots)
 	r->p.flags = flags;
 	r->p.data_size = 4 << 20;
 	r->p.rx_slots = slots;
-	if (rdmashare_open(&r->rs, 0))
-		return -1;
-	if (rdmashare_setup(r->rs, &r->p))
+	r->rs = rs_open_with(&r->p);
+	if (!r->rs)
 		return -1;
 	r->rings = mmap(NULL, r->p.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 			rdmashare_fd(r->rs), RDMASHARE_OFF_RINGS);

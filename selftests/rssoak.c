@@ -102,15 +102,8 @@ static struct rdmashare *soak_open(unsigned int w)
 		.flags = (w & 1) ? RDMASHARE_SETUP_SQ_WAKEUP : 0,
 		.data_size = 4 << 20, .rx_slots = 64,
 	};
-	struct rdmashare *rs;
 
-	if (rdmashare_open(&rs, 0))
-		return NULL;
-	if (rdmashare_setup(rs, &p)) {
-		rdmashare_close(rs);
-		return NULL;
-	}
-	return rs;
+	return rs_open_with(&p);
 }
 
 static void server_worker(unsigned int w, double end)
