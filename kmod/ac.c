@@ -11,14 +11,13 @@
  * and a file-local id (rs_file.acs), the only one user space sees.  A file
  * cannot name another file's ACs.
  *
- * Flow control: a receiving end sets receive slots of its file aside for
- * the AC and grants them to the sender as credits, one per chunk.  A chunk
- * goes only with a credit, so it always finds a slot: the SRQ buffer is
- * copied out at once and a slow reader stalls its own senders only.  When
- * the application releases a slot, the credit goes back to the sender.
+ * Flow control: a chunk goes only with a credit, a receive slot of the
+ * receiving file promised to the AC (credit.c).
  *
- * Completions: each AC holds one CQ reservation for its CLOSED completion;
- * each operation holds one from its SQE (submit.c).
+ * Completions: each operation holds a CQ reservation from its SQE
+ * (submit.c); an AC's CLOSED completion holds none, and waits in the kernel
+ * when the CQ has no room for it (rs_ac_post_closed()), so that a file's
+ * ACs are not bounded by its CQ.
  *
  * Close: a CLOSE message tells the peer that this end is gone; one flagged
  * RS_F_HALF (an RDMASHARE_OP_SHUTDOWN) only that no more data comes.  The
@@ -48,7 +47,7 @@ static struct rs_actable rs_conns = RS_ACTABLE_INIT(rs_conns, true);
 static DEFINE_XARRAY(rs_ports);
 
 static void rs_ac_abort(struct rs_ac *ac);
-static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error);
+static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own);
 
 /* ---- files ---- */
 
@@ -73,6 +72,8 @@ struct rs_file *rs_file_alloc(void)
 	rs_actable_init(&rf->acs, false);
 	rf->sched_weight = RS_SCHED_WEIGHT_DEFAULT;
 	spin_lock_init(&rf->rx_lock);
+	INIT_LIST_HEAD(&rf->rx_wanting);
+	INIT_LIST_HEAD(&rf->rx_lenders);
 	return rf;
 }
 
@@ -135,6 +136,9 @@ static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
 	INIT_LIST_HEAD(&ac->backlog_node);
 	INIT_LIST_HEAD(&ac->sendq);
 	INIT_LIST_HEAD(&ac->ctrl_node);
+	INIT_LIST_HEAD(&ac->rx_want_node);
+	INIT_LIST_HEAD(&ac->rx_lend_node);
+	INIT_LIST_HEAD(&ac->closed.node);
 	rs_sched_entity_init(&ac->se, NULL, RS_SCHED_WEIGHT_DEFAULT, RS_BAND_NORMAL);
 	return ac;
 }
@@ -235,64 +239,26 @@ static struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
 	return rs_actable_get(&rs_conns, id, rs_ac_get_on_qp, qp);
 }
 
-static void rs_rx_unreserve(struct rs_ac *ac);
-
-static bool rs_ac_take_cqe(struct rs_ac *ac);
-
 /*
- * Undo a new AC that never opened: out of both tables, its slots and its
- * CQ reservation back to the file.  Each step is a no-op if it was not done,
- * or if a close (the file's release) did it already.
+ * Undo a new AC that never opened: out of both tables, its slots back to
+ * the file.  Each step is a no-op if it was not done, or if a close (the
+ * file's release) did it already.
  */
 static void rs_ac_discard(struct rs_ac *ac)
 {
 	rs_ac_del_conn(ac);
 	rs_ac_del_from_file(ac);
-	rs_rx_unreserve(ac);
-	if (rs_ac_take_cqe(ac))
-		rs_cq_unreserve(ac->rf, RS_CQ_AC);
+	rs_rx_close(ac);
 }
 
-/* ---- receive slots and credits (rf->rx_lock) ---- */
-
-/* Set aside up to rs_credits_per_ac slots for a new AC; 0 if none left. */
-static u32 rs_rx_reserve(struct rs_file *rf)
-{
-	u32 n;
-
-	spin_lock_irq(&rf->rx_lock);
-	n = min(rf->rx_unreserved, READ_ONCE(rs_credits_per_ac));
-	rf->rx_unreserved -= n;
-	spin_unlock_irq(&rf->rx_lock);
-	return n;
-}
-
-/* The AC is gone: its unused slots go back to the file. */
-static void rs_rx_unreserve(struct rs_ac *ac)
-{
-	struct rs_file *rf = ac->rf;
-
-	spin_lock_irq(&rf->rx_lock);
-	rf->rx_unreserved += ac->rx_reserved;
-	ac->rx_reserved = 0;
-	spin_unlock_irq(&rf->rx_lock);
-}
-
-/* Called with qp->lock held: the sender takes the credits to grant. */
-u32 rs_ac_take_credits(struct rs_ac *ac)
-{
-	u32 n = ac->credits_out;
-
-	ac->credits_out = 0;
-	return n;
-}
+/* ---- control messages ---- */
 
 /*
  * Called with qp->lock held: queue a control message.  Only for an AC still
  * pinned to the QP: rs_ac_finish() unpins under the same lock, and a
  * finished AC must not go back on the QP's list (it may be freed).
  */
-static void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
+void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
 {
 	lockdep_assert_held(&ac->qp->lock);
 	if (list_empty(&ac->qp_node))
@@ -304,21 +270,72 @@ static void rs_ac_ctrl(struct rs_ac *ac, u32 bit)
 
 /* ---- completions ---- */
 
-static void rs_ac_cqe(struct rs_ac *ac, u8 type, u8 opcode, u64 user_data, int res,
-		      u16 flags)
+/* The completion of an operation that was queued for the sender. */
+static void rs_ac_op_cqe(struct rs_ac *ac, u8 opcode, u64 user_data, int res)
 {
-	/* An operation queued for the sender, or the AC's CLOSED. */
-	enum rs_cq_kind kind = type == RDMASHARE_CQE_OP ? RS_CQ_WAIT : RS_CQ_AC;
 	struct rdmashare_cqe cqe = {
 		.user_data = user_data,
 		.res = res,
 		.ac = ac->fid,
-		.type = type,
+		.type = RDMASHARE_CQE_OP,
 		.opcode = opcode,
-		.flags = flags,
 	};
 
-	rs_cq_post(ac->rf, &cqe, kind);
+	rs_cq_post(ac->rf, &cqe, RS_CQ_WAIT);
+}
+
+/*
+ * The AC's CLOSED completion, with @res and @flags; @free_id: its id is
+ * freed once the completion is in the CQ.  Posted now, or once the CQ has
+ * room (rs_ac_flush_closed()), still before any completion for the id that
+ * could come after it: none comes for the AC any more but those of the
+ * application's own CLOSE, which takes this one back first
+ * (rs_ac_cancel_closed()), and a new AC gets the id only once it is free.
+ */
+static void rs_ac_post_closed(struct rs_ac *ac, int res, u16 flags, bool free_id)
+{
+	ac->closed = (struct rs_cq_over) {
+		.cqe = {
+			.res = res,
+			.ac = ac->fid,
+			.type = RDMASHARE_CQE_CLOSED,
+			.flags = flags,
+		},
+	};
+	INIT_LIST_HEAD(&ac->closed.node);
+	ac->closed_free_id = free_id;
+	kref_get(&ac->ref);
+	if (!rs_cq_post_over(ac->rf, &ac->closed))
+		return;			/* the overflow list has the reference */
+	if (free_id)
+		rs_ac_del_from_file(ac);
+	rs_ac_put(ac);
+}
+
+/* CLOSED completions that waited for CQ room, as far as there is some. */
+void rs_ac_flush_closed(struct rs_file *rf)
+{
+	struct rs_cq_over *o, *tmp;
+	struct rs_ac *ac;
+	LIST_HEAD(done);
+
+	if (list_empty_careful(&rf->cq_overflow))
+		return;
+	rs_cq_flush_over(rf, &done);
+	list_for_each_entry_safe(o, tmp, &done, node) {
+		ac = container_of(o, struct rs_ac, closed);
+		list_del_init(&o->node);
+		if (ac->closed_free_id)
+			rs_ac_del_from_file(ac);
+		rs_ac_put(ac);
+	}
+}
+
+/* The application closes the AC: a CLOSED that waits for room is moot. */
+static void rs_ac_cancel_closed(struct rs_ac *ac)
+{
+	if (rs_cq_cancel_over(ac->rf, &ac->closed))
+		rs_ac_put(ac);
 }
 
 /*
@@ -337,16 +354,15 @@ static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	 * A CLOSE frees the id, after its completion (rs_ac_finish()): from
 	 * that completion on, the application can no longer name the AC.
 	 */
-	if (opcode == RDMASHARE_OP_CLOSE)
+	if (opcode == RDMASHARE_OP_CLOSE) {
 		WRITE_ONCE(ac->handed_out, false);
+		rs_ac_cancel_closed(ac);
+	}
 	trace_rdmashare_op_done(ac, opcode, user_data, res);
-	rs_ac_cqe(ac, RDMASHARE_CQE_OP, opcode, user_data, res, 0);
+	rs_ac_op_cqe(ac, opcode, user_data, res);
 }
 
-/*
- * The AC's CQ reservation for its CLOSED completion: true for the one caller
- * that gets to post the completion or give the reservation back.
- */
+/* The AC's CLOSED completion: true for the one caller that may post it. */
 static bool rs_ac_take_cqe(struct rs_ac *ac)
 {
 	bool first;
@@ -388,7 +404,7 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
 	spin_lock_irq(&ac->rf->rx_lock);
 	ac->rx_done = true;
 	spin_unlock_irq(&ac->rf->rx_lock);
-	rs_rx_unreserve(ac);
+	rs_rx_close(ac);
 	/*
 	 * Every completion of a CLOSE frees the id, a failed one too: after
 	 * the last completion for the AC, so that a new AC with the id comes
@@ -435,9 +451,7 @@ static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	if (in_backlog || !rs_ac_take_cqe(ac))
 		return true;
 	if (old == RS_AC_OPEN && !by_app)
-		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, error, 0);
-	else
-		rs_cq_unreserve(rf, RS_CQ_AC);
+		rs_ac_post_closed(ac, error, 0, false);
 	return true;
 }
 
@@ -542,9 +556,11 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
 }
 
 /*
- * Pin @ac to @qp (taking over the caller's QP reference on success) and
- * queue its first control message.  -ECONNRESET if the QP is down already,
- * -ECONNABORTED if the AC was closed meanwhile (its file is going away).
+ * Pin @ac to @qp (taking over the caller's QP reference on success), give
+ * it the receive slots it opens with, and queue its first control message.
+ * -ECONNRESET if the QP is down already, -ECONNABORTED if the AC was closed
+ * meanwhile (its file is going away), -ENOBUFS if a version 1 or 2 AC finds
+ * no slot.
  *
  * The AC's state is checked under its file's ac_lock, which rs_ac_do_close()
  * holds to close it: either the close sees ac->qp set and rs_ac_finish()
@@ -559,19 +575,22 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 	if (!spare)
 		return -ENOMEM;
 	mutex_lock(&ac->rf->ac_lock);
-	spin_lock_irq(&qp->lock);
+	spin_lock_irq(&ac->rf->rx_lock);
+	spin_lock(&qp->lock);
 	if (ac->state == RS_AC_CLOSED) {
 		ret = -ECONNABORTED;
 	} else if (qp->state == RS_QP_DOWN) {
 		ret = -ECONNRESET;
+	} else if (!rs_rx_open_locked(ac, qp)) {
+		ret = -ENOBUFS;
 	} else {
 		ac->qp = qp;
 		rs_qp_pin_locked(qp, ac, &spare);
 		ac->credits_out = ac->rx_reserved;
-		ac->rx_window = ac->rx_reserved;
 		rs_ac_ctrl(ac, ctrl);
 	}
-	spin_unlock_irq(&qp->lock);
+	spin_unlock(&qp->lock);
+	spin_unlock_irq(&ac->rf->rx_lock);
 	mutex_unlock(&ac->rf->ac_lock);
 	kfree(spare);
 	if (!ret)
@@ -599,12 +618,6 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	if (IS_ERR(ac))
 		return PTR_ERR(ac);
 	ac->port = c->peer.port;
-	ret = -ENOBUFS;
-	if (!rs_cq_reserve(rf, RS_CQ_AC))
-		goto out_put;
-	ac->rx_reserved = rs_rx_reserve(rf);
-	if (!ac->rx_reserved)
-		goto out_discard;
 	ret = rs_ac_add_to_file(rf, ac);
 	if (ret)
 		goto out_discard;
@@ -650,7 +663,6 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 
 out_discard:
 	rs_ac_discard(ac);
-out_put:
 	rs_ac_put(ac);
 	return ret;
 }
@@ -750,9 +762,9 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 	 * peer that shut down meanwhile (after the AC's RECVs, all in).
 	 */
 	if (closed && rs_ac_take_cqe(ac))
-		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, ac->error, 0);
+		rs_ac_post_closed(ac, ac->error, 0, false);
 	else if (!closed && READ_ONCE(ac->peer_shut) && rs_ac_take_cqe(ac))
-		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, 0, RDMASHARE_CQE_F_HALF);
+		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
 	rs_ac_put(ac);			/* the backlog's */
 	return 0;
 }
@@ -794,12 +806,6 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		switch (op->opcode) {
 		case RDMASHARE_OP_SEND:
 			op->seq = ac->tx_seq++;
-			/* Data to send, no credit to send it with. */
-			if (list_empty(&ac->sendq) && !ac->send_credits) {
-				ac->credit_stalls++;
-				rs_qp_stat(ac->qp, RS_STAT_CREDIT_STALLS, 1);
-				trace_rdmashare_credit_stall(ac, 0);
-			}
 			break;
 		case RDMASHARE_OP_CLOSE:
 			ac->close_queued = true;
@@ -809,6 +815,8 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 			break;
 		}
 		list_add_tail(&op->node, &ac->sendq);
+		if (list_is_singular(&ac->sendq) && op->opcode == RDMASHARE_OP_SEND)
+			rs_ac_queued_send(ac);
 		if (rs_ac_can_send(ac))
 			rs_sched_enqueue(&ac->qp->sched, &ac->se);
 	}
@@ -822,6 +830,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
 			rs_ac_do_close(ac, 0, true);
 			WRITE_ONCE(ac->handed_out, false);
+			rs_ac_cancel_closed(ac);
 			rs_complete_op(rf, sqe, 0);
 			rs_ac_del_from_file(ac);
 			return;
@@ -856,15 +865,13 @@ static void rs_ac_close_listener(struct rs_ac *l)
 			rs_ac_abort(ac);
 		/*
 		 * Never the application's, but the chunks it received are in
-		 * the CQ under its id: a DISCARD CLOSED after them, with its
-		 * reservation, voids them before the id is free.
+		 * the CQ under its id: a DISCARD CLOSED after them voids them,
+		 * and the id is free once it is in the CQ.
 		 */
 		if (cqe && ac->rx_chunks)
-			rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, -ECONNABORTED,
-				  RDMASHARE_CQE_F_DISCARD);
-		else if (cqe)
-			rs_cq_unreserve(rf, RS_CQ_AC);
-		rs_ac_del_from_file(ac);
+			rs_ac_post_closed(ac, -ECONNABORTED, RDMASHARE_CQE_F_DISCARD, true);
+		else
+			rs_ac_del_from_file(ac);
 		rs_ac_put(ac);		/* the backlog's */
 	}
 }
@@ -892,6 +899,7 @@ static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	default:
 		/* Closed by the peer or by an error: only the id is left. */
 		rs_ac_do_close(ac, 0, true);
+		rs_ac_cancel_closed(ac);
 		rs_ac_del_from_file(ac);
 		rs_complete_op(rf, sqe, 0);
 		return;
@@ -901,7 +909,6 @@ static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 {
 	struct rs_rx_slot *slot;
-	bool to_ac, owed;
 	struct rs_ac *ac;
 	u32 idx, conn, rem;
 	u64 off;
@@ -924,36 +931,16 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 	}
 	slot->fid = 0;
 	conn = slot->conn;
+	rs_cq_rx_freed(rf);
 	rf->rx_free[rf->nr_rx_free++] = idx;
 	spin_unlock_irq(&rf->rx_lock);
 
 	/*
-	 * The slot goes back to its AC, and a credit to the sender; to the
-	 * file if the AC receives no more, or if the id names another AC now
-	 * (a discarded one's slot).
+	 * Back to its AC as a credit, or to the pool if the id names another
+	 * AC now (a discarded one's slot).
 	 */
 	ac = rs_ac_lookup_fid(rf, sqe->ac);
-	spin_lock_irq(&rf->rx_lock);
-	to_ac = ac && ac->id == conn && READ_ONCE(ac->state) == RS_AC_OPEN &&
-		!READ_ONCE(ac->peer_closed) && !READ_ONCE(ac->peer_shut);
-	if (to_ac)
-		ac->rx_reserved++;
-	else
-		rf->rx_unreserved++;
-	spin_unlock_irq(&rf->rx_lock);
-	/*
-	 * Credits go back with the AC's next record, or on their own once
-	 * half its window is owed: the sender still has the other half.
-	 */
-	if (to_ac) {
-		spin_lock_irq(&ac->qp->lock);
-		owed = ++ac->credits_out >= max(ac->rx_window / 2, 1U);
-		if (owed)
-			rs_ac_ctrl(ac, RS_CTRL_CREDIT);
-		spin_unlock_irq(&ac->qp->lock);
-		if (owed)
-			rs_qp_push(ac->qp);
-	}
+	rs_rx_slot_back(rf, ac, conn);
 	if (ac)
 		rs_ac_put(ac);
 	rs_complete_op(rf, sqe, 0);
@@ -1005,28 +992,32 @@ void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
 
 /*
  * Owe the peer a REJECT (@error) for its CONNECT, or a CLOSE (@src) for an
- * AC this host no longer has.
+ * AC this host no longer has.  @own: for one of this host's ACs that a file
+ * closed (bounded by the ACs, which are charged), not for what the peer
+ * sent (bounded by RS_MAX_REJECTS).
  */
-static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error)
+static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own)
 {
 	struct rs_reject *rej;
 	bool full = false;
 
-	rej = kzalloc(sizeof(*rej), GFP_KERNEL);
+	rej = kzalloc(sizeof(*rej), own ? GFP_KERNEL_ACCOUNT : GFP_KERNEL);
 	if (!rej)
 		return;		/* the peer's CONNECT times out */
 	rej->dst = dst;
 	rej->src = src;
 	rej->error = error;
+	rej->own = own;
 	spin_lock_irq(&qp->lock);
 	if (qp->state == RS_QP_DOWN) {
 		/* Nothing goes out any more; the peer's ends fail with it. */
-	} else if (qp->nr_rejects >= RS_MAX_REJECTS) {
+	} else if (!own && qp->nr_rejects >= RS_MAX_REJECTS) {
 		/* A peer that asks faster than it takes the answers. */
 		full = true;
 	} else {
 		list_add_tail(&rej->node, &qp->rejects);
-		qp->nr_rejects++;
+		if (!own)
+			qp->nr_rejects++;
 		rej = NULL;
 	}
 	spin_unlock_irq(&qp->lock);
@@ -1063,11 +1054,6 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, st
 	ac->remote_id = m->src_conn;
 	ac->send_credits = m->conn.credits;
 	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
-	if (!rs_cq_reserve(rf, RS_CQ_AC))
-		goto out_put_ac;
-	ac->rx_reserved = rs_rx_reserve(rf);
-	if (!ac->rx_reserved)
-		goto out_discard;
 
 	mutex_lock(&rf->ac_lock);
 	if (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max) {
@@ -1082,9 +1068,12 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, st
 	}
 	if (rs_ac_add_conn(ac))
 		goto out_discard;
-	error = -ECONNREFUSED;		/* a pin fails if the file is closing */
 	kref_get(&qp->ref);
-	if (rs_ac_pin(ac, qp, RS_CTRL_ACCEPT)) {
+	error = rs_ac_pin(ac, qp, RS_CTRL_ACCEPT);
+	if (error) {
+		/* No slot for it, or the file is closing. */
+		if (error != -ENOBUFS)
+			error = -ECONNREFUSED;
 		rs_qp_put(qp);
 		goto out_discard;
 	}
@@ -1111,7 +1100,6 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, st
 
 out_discard:
 	rs_ac_discard(ac);
-out_put_ac:
 	rs_ac_put(ac);
 	return error;
 }
@@ -1138,7 +1126,7 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 		rs_ac_put(l);
 	}
 	if (error)
-		rs_qp_stray(qp, m->src_conn, 0, -error);
+		rs_qp_stray(qp, m->src_conn, 0, -error, false);
 }
 
 /*
@@ -1159,7 +1147,7 @@ static void rs_ac_peer_shut(struct rs_ac *ac)
 		ac->cqe_used = true;
 	mutex_unlock(&rf->ac_lock);
 	if (post)
-		rs_ac_cqe(ac, RDMASHARE_CQE_CLOSED, 0, 0, 0, RDMASHARE_CQE_F_HALF);
+		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
 }
 
 /* A DATA chunk into a receive slot of the AC's file. */
@@ -1187,9 +1175,8 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 			goto proto;
 		ac->rx_msg_len = m->msg_len;
 	}
-	if (!ac->rx_reserved || WARN_ON_ONCE(!rf->nr_rx_free))
+	if (WARN_ON_ONCE(!rf->nr_rx_free) || !rs_rx_take(ac))
 		goto proto;		/* sent without a credit */
-	ac->rx_reserved--;
 	idx = rf->rx_free[--rf->nr_rx_free];
 	slot = &rf->slots[idx];
 	slot->fid = ac->fid;
@@ -1220,12 +1207,50 @@ proto:
 }
 
 /*
+ * What a record says of credits, once the AC it names had it: a grant, and
+ * from version 3 a CREDIT's flag.  True if the sender has new work.
+ */
+static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m)
+{
+	/* A full CLOSE's credits are moot; a HALF's are still needed. */
+	bool full_close = m->type == RS_MSG_CLOSE && !(m->flags & RS_F_HALF);
+	bool ret = m->type == RS_MSG_CREDIT && (m->flags & RS_F_RETURN);
+	bool kick = false;
+
+	if (ret) {
+		if (!rs_rx_returned(ac, m->credits))
+			return false;
+		pr_warn_ratelimited("AC %u: the peer gave back %u credits it did not have\n",
+				    ac->id, m->credits);
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -EPROTO);
+		return false;
+	}
+	spin_lock_irq(&qp->lock);
+	if (m->credits && !full_close) {
+		rs_ac_got_credits(ac, m->credits);
+		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
+			rs_sched_enqueue(&qp->sched, &ac->se);
+			kick = true;
+		}
+	}
+	if (m->type == RS_MSG_CREDIT && (m->flags & RS_F_RECLAIM)) {
+		rs_ac_reclaimed(ac);
+		kick = true;
+	}
+	spin_unlock_irq(&qp->lock);
+	if (m->type == RS_MSG_CREDIT && (m->flags & RS_F_WANT))
+		rs_rx_want(ac);
+	return kick;
+}
+
+/*
  * A record from the peer, for the AC it names.  True if the sender has new
  * work (credits came): the caller pushes once per SEND, not per record.
  */
 bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
 {
-	bool kick = false, full_close, opened;
+	bool kick = false, opened;
 	struct rs_ac *ac;
 
 	if (m->type == RS_MSG_KEEPALIVE)
@@ -1238,7 +1263,7 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	if (!ac) {
 		/* An ACCEPT for a CONNECT given up on: close the peer's end. */
 		if (m->type == RS_MSG_ACCEPT)
-			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0);
+			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0, false);
 		return false;
 	}
 
@@ -1247,7 +1272,7 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		spin_lock_irq(&qp->lock);
 		if (ac->state == RS_AC_CONNECTING) {
 			ac->remote_id = m->src_conn;
-			ac->send_credits = m->conn.credits;
+			rs_ac_got_credits(ac, m->conn.credits);
 			ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
 		}
 		spin_unlock_irq(&qp->lock);
@@ -1289,18 +1314,8 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		break;
 	}
 
-	/* A full CLOSE's credits are moot; a HALF's are still needed. */
-	full_close = m->type == RS_MSG_CLOSE && !(m->flags & RS_F_HALF);
-	if (m->credits && !full_close && ac->remote_id == m->src_conn) {
-		spin_lock_irq(&qp->lock);
-		ac->send_credits += m->credits;
-		trace_rdmashare_credit_grant(ac, m->credits);
-		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
-			rs_sched_enqueue(&qp->sched, &ac->se);
-			kick = true;
-		}
-		spin_unlock_irq(&qp->lock);
-	}
+	if (ac->remote_id == m->src_conn)
+		kick = rs_ac_recv_credits(qp, ac, m);
 	rs_ac_put(ac);
 	return kick || m->type == RS_MSG_ACCEPT;
 }
@@ -1319,7 +1334,7 @@ static void rs_ac_abort(struct rs_ac *ac)
 	       ac->qp->state != RS_QP_DOWN;
 	spin_unlock_irq(&ac->qp->lock);
 	if (tell)
-		rs_qp_stray(ac->qp, ac->remote_id, ac->id, 0);
+		rs_qp_stray(ac->qp, ac->remote_id, ac->id, 0, true);
 }
 
 /* The application's weight, on every QP where it has ACs and later ones. */
@@ -1475,7 +1490,9 @@ void rs_listeners_show(struct seq_file *m)
  */
 void rs_file_release(struct rs_file *rf)
 {
+	struct rs_cq_over *o, *tmp;
 	struct rs_ac *ac;
+	LIST_HEAD(left);
 	u32 id;
 
 	/* Under submit_lock too: no completion consumes the SQ after this. */
@@ -1496,6 +1513,12 @@ void rs_file_release(struct rs_file *rf)
 			rs_ac_abort(ac);
 		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);
+	}
+	/* CLOSED completions that waited for room: nobody reaps them now. */
+	rs_cq_kill_over(rf, &left);
+	list_for_each_entry_safe(o, tmp, &left, node) {
+		list_del_init(&o->node);
+		rs_ac_put(container_of(o, struct rs_ac, closed));
 	}
 	rs_file_put(rf);
 }

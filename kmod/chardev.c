@@ -54,7 +54,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 	q->features = RDMASHARE_FEAT_RINGS | RDMASHARE_FEAT_AC | RDMASHARE_FEAT_SCHED |
 		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS |
 		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS |
-		      RDMASHARE_FEAT_SQ_WAKEUP;
+		      RDMASHARE_FEAT_SQ_WAKEUP | RDMASHARE_FEAT_CQ_OVERFLOW;
 	return 0;
 }
 
@@ -197,6 +197,9 @@ static __poll_t rs_poll(struct file *filp, poll_table *wait)
 	if (!smp_load_acquire(&rf->ready))
 		return EPOLLERR;
 	poll_wait(filp, &rf->cq_wait, wait);
+	/* CLOSED completions that waited for room, if there is some now. */
+	if (rs_cq_over_fits(rf))
+		rs_ac_flush_closed(rf);
 	/* Pairs with the barrier in wake_up: see the tail posted before it. */
 	smp_rmb();
 	if (rs_cq_ready(rf))

@@ -7,6 +7,7 @@
  * here and never reach the connection state machine.
  */
 #include <kunit/visibility.h>
+#include <linux/bitops.h>
 #include <linux/errno.h>
 #include <linux/module.h>
 #include <linux/overflow.h>
@@ -65,8 +66,11 @@ int rs_proto_payload_len(u8 type, u32 data_len)
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_payload_len);
 
-/* Checks shared by encode and decode; @max_chunk bounds DATA payloads. */
-static int rs_proto_check(const struct rs_proto_msg *m, u32 max_chunk)
+/*
+ * Checks shared by encode and decode; @max_chunk bounds DATA payloads,
+ * @version says which flags a CREDIT may carry.
+ */
+static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chunk)
 {
 	bool first, last;
 	u32 end;
@@ -110,14 +114,25 @@ static int rs_proto_check(const struct rs_proto_msg *m, u32 max_chunk)
 	case RS_MSG_CLOSE:
 		if (!m->dst_conn || !m->src_conn || (m->flags & ~RS_F_HALF))
 			return -EBADMSG;
-		/* The one control message with a flag. */
+		/* A control message: no data fields. */
 		if (m->seq || m->msg_len || m->offset)
 			return -EBADMSG;
 		return 0;
 	case RS_MSG_CREDIT:
 		if (!m->dst_conn || !m->src_conn)
 			return -EBADMSG;
-		break;
+		if (!m->flags)
+			break;
+		/* One flag; a RECLAIM grants nothing, a RETURN gives some back. */
+		if (version < 3 || (m->flags & ~RS_F_CREDIT_MASK) || hweight16(m->flags) != 1)
+			return -EBADMSG;
+		if ((m->flags & RS_F_RECLAIM) && m->credits)
+			return -EBADMSG;
+		if ((m->flags & RS_F_RETURN) && !m->credits)
+			return -EBADMSG;
+		if (m->seq || m->msg_len || m->offset)
+			return -EBADMSG;
+		return 0;
 	case RS_MSG_KEEPALIVE:
 		if (m->dst_conn || m->src_conn || m->credits)
 			return -EBADMSG;
@@ -156,7 +171,7 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	struct rs_wire_reject *wr = p;
 	size_t total = RS_HDR_LEN;
 
-	if (rs_proto_check(m, RS_PROTO_MAX_CHUNK))
+	if (rs_proto_check(m, version, RS_PROTO_MAX_CHUNK))
 		return -EINVAL;
 	if (version < RS_PROTO_VERSION_MIN || version > RS_PROTO_VERSION)
 		return -EINVAL;
@@ -250,7 +265,7 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 		m->error = be32_to_cpu(wr->error);
 		break;
 	}
-	return rs_proto_check(m, max_chunk);
+	return rs_proto_check(m, version, max_chunk);
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_decode);
 

@@ -23,7 +23,11 @@
  * Version 1: a SEND is exactly one record.  Version 2: a SEND is a batch of
  * one or more records, each padded with zeroes to a multiple of 8 bytes, in
  * the order the sender's scheduler chose them; a malformed record makes the
- * whole SEND malformed.  The version is negotiated when the QP is set up
+ * whole SEND malformed.  Version 3: receive slots on demand: a CREDIT
+ * record may carry one flag, RS_F_WANT (the sender of src_conn has data
+ * and no credit), RS_F_RECLAIM (give back the credits for dst_conn that you
+ * do not need) or RS_F_RETURN ("credits" are credits for dst_conn given
+ * back, not granted).  The version is negotiated when the QP is set up
  * (cm.c) and every record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per
@@ -38,7 +42,7 @@
 #include <linux/bits.h>
 #include <linux/types.h>
 
-#define RS_PROTO_VERSION	2	/* the newest this host speaks */
+#define RS_PROTO_VERSION	3	/* the newest this host speaks */
 #define RS_PROTO_VERSION_MIN	1	/* the oldest */
 #define RS_HDR_LEN		32
 #define RS_REC_ALIGN		8	/* version 2: records start aligned */
@@ -66,6 +70,12 @@ enum rs_msg_type {
 
 /* CLOSE flags */
 #define RS_F_HALF	BIT(0)	/* only the sender's data is done (SHUTDOWN) */
+
+/* CREDIT flags, version 3: at most one of them */
+#define RS_F_WANT	BIT(0)	/* data to send, no credit: grant some */
+#define RS_F_RECLAIM	BIT(1)	/* return the credits you do not need */
+#define RS_F_RETURN	BIT(2)	/* "credits" are returned, not granted */
+#define RS_F_CREDIT_MASK	(RS_F_WANT | RS_F_RECLAIM | RS_F_RETURN)
 
 /* Payload of CONNECT and ACCEPT. */
 struct rs_conn_params {

@@ -86,7 +86,7 @@ struct rs_rings {
 	u32 cq_ring_mask;
 	u32 sq_ring_entries;
 	u32 cq_ring_entries;
-	u32 sq_flags;
+	atomic_t sq_flags;		/* RDMASHARE_SQ_* */
 	u32 cq_flags;
 };
 
@@ -116,9 +116,13 @@ struct rs_rings {
  * @cq_lock: protects @cq_tail and the reservation counts
  * @cq_tail: the kernel's CQ tail, published to @rings->cq.tail
  * @cq_reserved: completions promised to consumed work but not yet posted
- * @cq_acs: of those, ACs' CLOSED completions (enum rs_cq_kind)
  * @cq_waiting: of those, operations that wait on the peer
- * @cq_limits: how far @cq_acs and @cq_waiting may go (ring.h)
+ * @cq_limits: how far @cq_waiting may go (ring.h)
+ * @cq_overflow: completions that reserved no room and found none
+ *	(struct rs_cq_over), in the order they came
+ * @cq_dead: the file is released: such completions are dropped
+ * @rx_in_use: receive slots that hold a chunk (RECV completions posted, the
+ *	slot not given back yet)
  * @cq_wait: woken when a completion is posted
  * @rings_area: the pages of @rings, charged to the memory cgroup of SETUP's
  *	caller
@@ -139,7 +143,13 @@ struct rs_rings {
  *	@submit_lock and @ac_lock)
  * @rx_lock: the receive slots and every AC's receive state
  * @rx_slots: receive slots, each @rx_slot_size bytes from @rx_offset in @data
- * @rx_unreserved: slots neither in use nor set aside for an AC
+ * @rx_unreserved: slots neither in use nor promised to an AC: the pool
+ * @rx_wanting: version 3 ACs whose peer wants credits and got none yet, a
+ *	FIFO (rs_ac.rx_want_node)
+ * @rx_active: version 3 ACs that receive: with slots promised or in use,
+ *	or waiting for some; the file's slots are shared among them
+ * @rx_lenders: ACs with slots promised and unused (rs_ac.rx_lend_node),
+ *	oldest promise first; at most @rx_slots of them
  * @slots: state of each slot
  * @rx_free: free slots, a stack of indices; @nr_rx_free entries
  * @map_size: bytes of @data: the application's part, then the slots
@@ -169,9 +179,11 @@ struct rs_file {
 	spinlock_t cq_lock;		/* CQ producers */
 	u32 cq_tail;
 	u32 cq_reserved;
-	u32 cq_acs;
 	u32 cq_waiting;
+	struct list_head cq_overflow;
+	bool cq_dead;
 	struct rs_cq_limits cq_limits;
+	u32 rx_in_use;
 	wait_queue_head_t cq_wait;
 
 	struct rs_area rings_area;
@@ -197,6 +209,9 @@ struct rs_file {
 	u32 rx_slot_size;
 	size_t rx_offset;
 	u32 rx_unreserved;
+	struct list_head rx_wanting;
+	u32 rx_active;
+	struct list_head rx_lenders;
 	struct rs_rx_slot *slots;
 	u32 *rx_free;
 	u32 nr_rx_free;
@@ -221,6 +236,17 @@ struct rs_send {
 	u32 sent;			/* bytes posted so far */
 	u32 seq;
 	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
+};
+
+/*
+ * A completion that reserves no CQ room (an AC's CLOSED): posted at once if
+ * there is room and none waits before it, else it waits on the file's
+ * overflow list (@queued, under cq_lock) until an ENTER finds room.
+ */
+struct rs_cq_over {
+	struct list_head node;
+	struct rdmashare_cqe cqe;
+	bool queued;
 };
 
 /* rs_file.sq_poll */
@@ -291,19 +317,24 @@ void rs_rings_free(struct rs_file *rf);
 int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p);
 int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma);
 /*
- * What a CQ reservation is for: a completion that comes at once, one that
- * waits on the peer (a SEND, CLOSE or SHUTDOWN), an AC's CLOSED one.
+ * What a CQ reservation is for: a completion that comes at once, or one that
+ * waits on the peer (a SEND, CLOSE or SHUTDOWN).
  */
 enum rs_cq_kind {
 	RS_CQ_NOW,
 	RS_CQ_WAIT,
-	RS_CQ_AC,
 };
 
 bool rs_cq_reserve(struct rs_file *rf, enum rs_cq_kind kind);
 void rs_cq_unreserve(struct rs_file *rf, enum rs_cq_kind kind);
 u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe, enum rs_cq_kind kind);
 u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe);
+void rs_cq_rx_freed(struct rs_file *rf);
+bool rs_cq_post_over(struct rs_file *rf, struct rs_cq_over *o);
+void rs_cq_flush_over(struct rs_file *rf, struct list_head *done);
+bool rs_cq_cancel_over(struct rs_file *rf, struct rs_cq_over *o);
+void rs_cq_kill_over(struct rs_file *rf, struct list_head *left);
+bool rs_cq_over_fits(struct rs_file *rf);
 u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);
 bool rs_sq_has_space(struct rs_file *rf);
@@ -325,6 +356,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a);
 int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *s);
 int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st);
 void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe);
+void rs_ac_flush_closed(struct rs_file *rf);
 int rs_ac_init(void);
 void rs_ac_exit(void);
 

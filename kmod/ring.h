@@ -77,27 +77,26 @@ static inline int rs_ring_free(u32 head, u32 tail, u32 entries)
 /*
  * CQ room.  Of a CQ of @cq_entries, @rx_slots entries are kept for RECV
  * completions; the rest, the room, is reserved before work is taken on.
- * Some reservations are held for as long as the peer likes: an AC's one for
- * its CLOSED completion, and a SEND's, CLOSE's or SHUTDOWN's queued behind
- * credits.  Each kind gets at most its share of the room, so that
- * completions that do not wait (NOP, RELEASE, errors) always find some:
- * an application that reaps its CQ can always RELEASE, and so return the
- * credits that its peer's stalled SENDs wait for.
+ * Some reservations are held for as long as the peer likes: a SEND's,
+ * CLOSE's or SHUTDOWN's queued behind credits.  They get at most a share of
+ * the room, so that completions that do not wait (NOP, RELEASE, errors)
+ * always find some: an application that reaps its CQ can always RELEASE,
+ * and so return the credits that its peer's stalled SENDs wait for.  (An
+ * AC's CLOSED completion reserves nothing: it waits in the kernel when
+ * there is no room, see rs_cq_post_over().)
  *
  * struct rs_cq_limits - what a CQ's room is split into
  * @room: entries beyond the RECV ones
- * @acs: ACs of the file at once (each holds one entry)
  * @waiting: operations waiting on the peer at once
  *
- * What neither kind may take, @room - @acs - @waiting, is at least 1.
+ * What they may not take, @room - @waiting, is at least 1.
  */
 struct rs_cq_limits {
 	u32 room;
-	u32 acs;
 	u32 waiting;
 };
 
-/* The smallest room that leaves each kind at least one entry. */
+/* The smallest room: a waiting operation, and room for the others. */
 #define RS_CQ_ROOM_MIN	4u
 
 /* Split a CQ's room; -EINVAL if it is below RS_CQ_ROOM_MIN. */
@@ -109,8 +108,7 @@ static inline int rs_cq_limits(u32 cq_entries, u32 rx_slots, struct rs_cq_limits
 		return -EINVAL;
 	l->room = cq_entries - rx_slots;
 	spare = l->room / 16 ?: 1;
-	l->acs = l->room / 2;
-	l->waiting = l->room - l->acs - spare;
+	l->waiting = l->room - spare;
 	return 0;
 }
 

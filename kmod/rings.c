@@ -38,6 +38,7 @@ void rs_rings_init(struct rs_file *rf)
 	mutex_init(&rf->setup_lock);
 	mutex_init(&rf->submit_lock);
 	spin_lock_init(&rf->cq_lock);
+	INIT_LIST_HEAD(&rf->cq_overflow);
 	init_waitqueue_head(&rf->cq_wait);
 }
 
@@ -211,7 +212,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	/* Nothing on the wire yet: ENTER submits. */
 	rf->sq_wakeup = p->flags & RDMASHARE_SETUP_SQ_WAKEUP;
 	if (rf->sq_wakeup)
-		rf->rings->sq_flags = RDMASHARE_SQ_NEED_WAKEUP;
+		atomic_set(&rf->rings->sq_flags, RDMASHARE_SQ_NEED_WAKEUP);
 
 	p->sq_entries = sq_entries;
 	p->cq_entries = cq_entries;
@@ -221,7 +222,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	p->rx_slot_size = rs_chunk_size;
 	p->rx_offset = data_size;
 	p->map_size = map_size;
-	p->max_acs = rf->cq_limits.acs;
+	p->max_acs = READ_ONCE(rs_max_acs_per_file);
 	p->max_waiting = rf->cq_limits.waiting;
 	rs_fill_offsets(&p->sq_off, offsetof(struct rs_rings, sq),
 			offsetof(struct rs_rings, sq_ring_mask),
@@ -280,35 +281,37 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
  * Reserve a completion slot for @kind; false if there is none.  A CQ head
  * that user space moved where it cannot be reads as a full CQ.
  *
- * @rx_slots entries stay free for RECV completions, which never reserve: a
- * slot's CQE is posted only for a chunk in that slot, and a slot is given
- * back only after its CQE was reaped (ac.c), so there are never more
- * unreaped RECV completions than slots.  Reservations that wait on the peer
+ * Entries stay free for RECV completions, which never reserve, one for each
+ * slot that holds no chunk: a slot's CQE is posted only for a chunk in that
+ * slot, and a slot is given back only after its CQE was reaped (ac.c), so
+ * there are never more unreaped RECV completions than slots in use, and a
+ * RECV to come needs a free slot.  Reservations that wait on the peer
  * stay within @cq_limits (ring.h), so that some room is always left for
  * completions that do not.
  */
+static bool rs_cq_room(struct rs_file *rf)
+{
+	int free;
+
+	lockdep_assert_held(&rf->cq_lock);
+	/* Pairs with the application's store-release of the head it reaped. */
+	free = rs_ring_free(smp_load_acquire(&rf->rings->cq.head), rf->cq_tail,
+			    rf->cq_entries);
+	return free > 0 && (u32)free > rf->cq_reserved + rf->rx_slots - rf->rx_in_use;
+}
+
 bool rs_cq_reserve(struct rs_file *rf, enum rs_cq_kind kind)
 {
 	unsigned long flags;
 	bool ok = false;
-	int free;
-	u32 avail;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
-	/* Pairs with the application's store-release of the head it reaped. */
-	free = rs_ring_free(smp_load_acquire(&rf->rings->cq.head), rf->cq_tail,
-			    rf->cq_entries);
-	avail = free < 0 ? 0 : free;
-	if (avail <= rf->cq_reserved + rf->rx_slots)
+	if (!rs_cq_room(rf))
 		goto out;
 	if (kind == RS_CQ_WAIT) {
 		if (rf->cq_waiting >= rf->cq_limits.waiting)
 			goto out;
 		rf->cq_waiting++;
-	} else if (kind == RS_CQ_AC) {
-		if (rf->cq_acs >= rf->cq_limits.acs)
-			goto out;
-		rf->cq_acs++;
 	}
 	rf->cq_reserved++;
 	ok = true;
@@ -320,8 +323,7 @@ out:
 /* Called with cq_lock held: a reservation of @kind is used or returned. */
 static void rs_cq_drop(struct rs_file *rf, enum rs_cq_kind kind)
 {
-	u32 *count = kind == RS_CQ_WAIT ? &rf->cq_waiting :
-		     kind == RS_CQ_AC ? &rf->cq_acs : NULL;
+	u32 *count = kind == RS_CQ_WAIT ? &rf->cq_waiting : NULL;
 
 	lockdep_assert_held(&rf->cq_lock);
 	if (!WARN_ON_ONCE(!rf->cq_reserved))
@@ -374,10 +376,126 @@ u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe)
 	u32 idx;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
+	rf->rx_in_use++;
 	idx = rs_cq_write(rf, cqe);
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 	wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
 	return idx;
+}
+
+/*
+ * Post @o's completion if the CQ has room for it and nothing waits before
+ * it; otherwise it waits on the overflow list (false: the caller's
+ * reference to what holds @o goes with it) and the application is told to
+ * call ENTER.  Once the file is released, it is dropped.
+ */
+bool rs_cq_post_over(struct rs_file *rf, struct rs_cq_over *o)
+{
+	unsigned long flags;
+	bool posted = false;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	if (rf->cq_dead) {
+		o->queued = false;
+		spin_unlock_irqrestore(&rf->cq_lock, flags);
+		return true;
+	}
+	if (list_empty(&rf->cq_overflow) && rs_cq_room(rf)) {
+		rs_cq_write(rf, &o->cqe);
+		posted = true;
+	} else {
+		o->queued = true;
+		list_add_tail(&o->node, &rf->cq_overflow);
+		atomic_or(RDMASHARE_SQ_CQ_OVERFLOW, &rf->rings->sq_flags);
+	}
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+	if (posted)
+		wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
+	return posted;
+}
+
+/*
+ * Post what waits on the overflow list while the CQ has room; what was
+ * posted moves to @done, for the caller to drop its references.
+ */
+void rs_cq_flush_over(struct rs_file *rf, struct list_head *done)
+{
+	struct rs_cq_over *o;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	while ((o = list_first_entry_or_null(&rf->cq_overflow, struct rs_cq_over, node)) &&
+	       rs_cq_room(rf)) {
+		rs_cq_write(rf, &o->cqe);
+		o->queued = false;
+		list_move_tail(&o->node, done);
+	}
+	if (list_empty(&rf->cq_overflow))
+		atomic_andnot(RDMASHARE_SQ_CQ_OVERFLOW, &rf->rings->sq_flags);
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+	if (!list_empty(done))
+		wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
+}
+
+/*
+ * Without the lock, for a waiter's condition: something waits for room, and
+ * there may be some now (rs_cq_flush_over() decides).
+ */
+bool rs_cq_over_fits(struct rs_file *rf)
+{
+	int free;
+
+	if (list_empty_careful(&rf->cq_overflow))
+		return false;
+	free = rs_ring_free(READ_ONCE(rf->rings->cq.head), READ_ONCE(rf->cq_tail),
+			    rf->cq_entries);
+	return free > 0 &&
+	       (u32)free > READ_ONCE(rf->cq_reserved) + rf->rx_slots - READ_ONCE(rf->rx_in_use);
+}
+
+/* Take @o off the overflow list: true if it waited there. */
+bool rs_cq_cancel_over(struct rs_file *rf, struct rs_cq_over *o)
+{
+	unsigned long flags;
+	bool queued;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	queued = o->queued;
+	if (queued) {
+		o->queued = false;
+		list_del_init(&o->node);
+		if (list_empty(&rf->cq_overflow))
+			atomic_andnot(RDMASHARE_SQ_CQ_OVERFLOW, &rf->rings->sq_flags);
+	}
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+	return queued;
+}
+
+/* The file is released: nothing is posted any more; what waits moves to @left. */
+void rs_cq_kill_over(struct rs_file *rf, struct list_head *left)
+{
+	struct rs_cq_over *o;
+	unsigned long flags;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	rf->cq_dead = true;
+	list_for_each_entry(o, &rf->cq_overflow, node)
+		o->queued = false;
+	list_splice_init(&rf->cq_overflow, left);
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
+}
+
+/*
+ * A slot is given back, before it can take a chunk again: a RECV may need
+ * an entry once more (see rs_cq_reserve()).
+ */
+void rs_cq_rx_freed(struct rs_file *rf)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rf->cq_lock, flags);
+	rf->rx_in_use--;
+	spin_unlock_irqrestore(&rf->cq_lock, flags);
 }
 
 /* The head the application published: everything before it was reaped. */

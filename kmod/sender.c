@@ -211,7 +211,8 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 	rej = list_first_entry_or_null(&qp->rejects, struct rs_reject, node);
 	if (rej) {
 		list_del(&rej->node);
-		qp->nr_rejects--;
+		if (!rej->own)
+			qp->nr_rejects--;
 		p->m.dst_conn = rej->dst;
 		if (rej->src) {
 			p->m.type = RS_MSG_CLOSE;
@@ -243,15 +244,31 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 			p->m.len = RS_CONN_PARAMS_LEN;
 			p->m.conn.slot_size = rs_chunk_size;
 			p->m.conn.credits = rs_ac_take_credits(ac);
-		} else if (bits & RS_CTRL_CREDIT) {
-			ac->ctrl_pending &= ~RS_CTRL_CREDIT;
+		} else if (bits & RS_CTRL_RETURN) {
+			ac->ctrl_pending &= ~RS_CTRL_RETURN;
+			p->m.type = RS_MSG_CREDIT;
+			p->m.flags = RS_F_RETURN;
+			p->m.credits = rs_ac_take_return(ac);
+		} else if (bits & RS_CTRL_RECLAIM) {
+			ac->ctrl_pending &= ~RS_CTRL_RECLAIM;
+			p->m.type = RS_MSG_CREDIT;
+			p->m.flags = RS_F_RECLAIM;
+		} else if (bits & (RS_CTRL_CREDIT | RS_CTRL_WANT)) {
+			/* A grant, a WANT, or both in one record. */
+			ac->ctrl_pending &= ~(RS_CTRL_CREDIT | RS_CTRL_WANT);
 			p->m.type = RS_MSG_CREDIT;
 			p->m.credits = rs_ac_take_credits(ac);
+			if ((bits & RS_CTRL_WANT) && rs_ac_take_want(ac))
+				p->m.flags = RS_F_WANT;
 		}
 		if (!ac->ctrl_pending)
 			list_del_init(&ac->ctrl_node);
-		if (!p->m.type || (p->m.type == RS_MSG_CREDIT && !p->m.credits))
+		/* Nothing left to say: credits went with data, or came. */
+		if (!p->m.type || (p->m.type == RS_MSG_CREDIT && !p->m.credits &&
+				   !(p->m.flags & (RS_F_WANT | RS_F_RECLAIM)))) {
+			memset(p, 0, sizeof(*p));
 			continue;
+		}
 		kref_get(&ac->ref);
 		p->ac = ac;
 		return RS_PLAN_UNIT;
@@ -329,13 +346,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 		ac->tx_bytes += len;
 		if (p->op)
 			ac->tx_msgs++;
-		if (!ac->send_credits && !list_empty(&ac->sendq)) {
-			ac->credit_stalls++;
-			rs_qp_stat(qp, RS_STAT_CREDIT_STALLS, 1);
-			trace_rdmashare_credit_stall(ac, 0);
-		}
 		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
 	}
+	rs_ac_after_chunk(ac);
 	kref_get(&ac->ref);
 	p->ac = ac;
 	return RS_PLAN_UNIT;

@@ -129,7 +129,10 @@ static bool rs_sq_need_wakeup(struct rs_file *rf)
 
 	need = !atomic_read(&rf->ops_on_wire) ||
 	       READ_ONCE(rf->rings->sq.tail) != rf->sq_head;
-	WRITE_ONCE(rf->rings->sq_flags, need ? RDMASHARE_SQ_NEED_WAKEUP : 0);
+	if (need)
+		atomic_or(RDMASHARE_SQ_NEED_WAKEUP, &rf->rings->sq_flags);
+	else
+		atomic_andnot(RDMASHARE_SQ_NEED_WAKEUP, &rf->rings->sq_flags);
 	/*
 	 * The flag before the tail: pairs with the application's barrier
 	 * between its tail and its reading of the flag.
@@ -155,7 +158,7 @@ static int rs_sq_run(struct rs_file *rf, u32 to_submit)
 		return n;
 	if (n < 0) {
 		/* A tail out of range: ENTER reports it. */
-		WRITE_ONCE(rf->rings->sq_flags, RDMASHARE_SQ_NEED_WAKEUP);
+		atomic_or(RDMASHARE_SQ_NEED_WAKEUP, &rf->rings->sq_flags);
 		return n;
 	}
 	for (round = 0; round < RS_SQ_RECHECK && rs_sq_need_wakeup(rf); round++) {
@@ -229,6 +232,11 @@ int rs_enter(struct rs_file *rf, struct rdmashare_enter *e)
 			return submitted;
 	}
 	e->submitted = submitted;
+	/*
+	 * CLOSED completions that waited for room, after the SQ: a CLOSE of
+	 * such an AC takes its CLOSED back (the CLOSE's completion says it).
+	 */
+	rs_ac_flush_closed(rf);
 
 	if (!(e->flags & RDMASHARE_ENTER_GETEVENTS) || !e->min_complete)
 		return 0;
@@ -237,9 +245,22 @@ int rs_enter(struct rs_file *rf, struct rdmashare_enter *e)
 	if (e->timeout_ms)
 		timeout = msecs_to_jiffies(e->timeout_ms);
 
-	ret = wait_event_interruptible_timeout(rf->cq_wait,
-					       rs_cq_ready(rf) >= e->min_complete,
-					       timeout);
+	/*
+	 * Woken by every completion posted: one that waits for room may
+	 * fit now (the application reaped meanwhile).
+	 */
+	for (;;) {
+		ret = wait_event_interruptible_timeout(rf->cq_wait,
+						       rs_cq_ready(rf) >= e->min_complete ||
+						       rs_cq_over_fits(rf),
+						       timeout);
+		if (ret <= 0 || rs_cq_ready(rf) >= e->min_complete)
+			break;
+		rs_ac_flush_closed(rf);
+		if (rs_cq_ready(rf) >= e->min_complete)
+			break;
+		timeout = ret;
+	}
 	if (submitted || ret > 0)
 		return 0;
 	if (ret == -ERESTARTSYS)

@@ -107,7 +107,8 @@ enum rs_qp_state {
  * @sched: ACs with data and credits
  * @ctrl: ACs with a control message to send (rs_ac.ctrl_node)
  * @rejects: REJECTs and CLOSEs owed to the peer for ACs this host lacks
- *	(rs_reject.node); @nr_rejects of them, at most RS_MAX_REJECTS
+ *	(rs_reject.node); @nr_rejects of them for what the peer sent, at most
+ *	RS_MAX_REJECTS
  * @tx: TX buffers; @tx_free lists the free ones (a stack of indices)
  * @tx_inflight: SENDs posted and not completed; @tx_inflight_bytes their
  *	bytes
@@ -256,6 +257,9 @@ enum rs_ac_state {
 #define RS_CTRL_ACCEPT	BIT(1)
 #define RS_CTRL_CREDIT	BIT(2)
 #define RS_CTRL_CLOSE	BIT(3)
+#define RS_CTRL_WANT	BIT(4)	/* version 3: data, no credit */
+#define RS_CTRL_RECLAIM	BIT(5)	/* version 3: ask for unused credits */
+#define RS_CTRL_RETURN	BIT(6)	/* version 3: give unused credits back */
 
 /**
  * struct rs_ac - this host's end of an abstract connection
@@ -277,8 +281,10 @@ enum rs_ac_state {
  * @handed_out: LISTEN, CONNECT or ACCEPT gave the application its id; until
  *	then, and again from its CLOSE's completion on, the application
  *	cannot name it
- * @cqe_used: its CLOSED completion was posted (or its reservation returned),
- *	under @rf->ac_lock; see rs_ac_take_cqe()
+ * @cqe_used: its CLOSED completion was posted, or will not be, under
+ *	@rf->ac_lock; see rs_ac_take_cqe()
+ * @closed: its CLOSED completion, while it waits for CQ room (rings.c)
+ * @closed_free_id: the id is freed once @closed is in the CQ
  *
  * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
  * @credit_stalls (times it came to have data and no credit) under
@@ -289,12 +295,20 @@ enum rs_ac_state {
  * piggyback or send), @shut_queued (a SHUTDOWN or CLOSE is queued: no more
  * SENDs), @close_queued (a CLOSE is), @close_sent (the peer was told that
  * this end is gone), @peer_shut (the peer sends no more), @peer_closed (the
- * peer's end is gone).
+ * peer's end is gone), @want_sent (version 3: the peer was asked for
+ * credits and granted none since), @give_back (version 3: the peer asked
+ * for unused credits back while this end had data to send).
  *
- * Receive side, under @rf->rx_lock: @rx_reserved (slots set aside for this
- * AC, not in use), @rx_window (the slots it started with: the peer's
- * credit window; set once, read under @qp->lock), @rx_done (closed: deliver nothing more),
- * @rx_seq/@rx_off/@rx_msg_len (the message being received).
+ * Receive side, under @rf->rx_lock (credit.c): @rx_reserved (slots promised
+ * to this AC and not in use: credits the peer holds, and @credits_out),
+ * @rx_held (slots holding its chunks), @rx_ondemand (its QP speaks version
+ * 3: slots come and go with demand), @rx_active (counted in the file's
+ * rx_active), @rx_full (the peer used every credit
+ * it had: the window may grow), @rx_reclaim (the peer was asked for unused
+ * credits), @rx_want_node (in the file's FIFO of ACs whose peer wants
+ * credits), @rx_lend_node (in the file's list of ACs with @rx_reserved),
+ * @rx_done (closed: deliver nothing more), @rx_seq/@rx_off/@rx_msg_len (the
+ * message being received).
  */
 struct rs_ac {
 	struct kref ref;
@@ -331,9 +345,19 @@ struct rs_ac {
 	bool qp_lost;
 	bool handed_out;
 	bool cqe_used;
+	struct rs_cq_over closed;
+	bool closed_free_id;
+	bool want_sent;
+	bool give_back;
 
 	u32 rx_reserved;
-	u32 rx_window;
+	u32 rx_held;
+	bool rx_ondemand;
+	bool rx_active;
+	bool rx_full;
+	bool rx_reclaim;
+	struct list_head rx_want_node;
+	struct list_head rx_lend_node;
 	bool rx_done;
 	u32 rx_seq;
 	u32 rx_off;
@@ -388,8 +412,9 @@ static inline enum rs_sched_after rs_ac_sched_after(struct rs_ac *ac)
 
 /*
  * A REJECT (src 0) or CLOSE owed to a peer for an AC this host lacks.  A
- * peer that is owed more than RS_MAX_REJECTS of them (it sends CONNECTs
- * faster than it takes the answers) loses its QP.
+ * peer that is owed more than RS_MAX_REJECTS of them for what it sent (it
+ * sends CONNECTs faster than it takes the answers) loses its QP; the CLOSEs
+ * of this host's own ACs (@own: a file closed them) do not count.
  */
 #define RS_MAX_REJECTS	1024
 
@@ -398,6 +423,7 @@ struct rs_reject {
 	u32 dst;
 	u32 src;
 	u32 error;
+	bool own;
 };
 
 /* device.c */
@@ -458,8 +484,23 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 void rs_ac_put(struct rs_ac *ac);
 void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 void rs_ac_qp_down(struct rs_ac *ac, int error);
-u32 rs_ac_take_credits(struct rs_ac *ac);
+void rs_ac_ctrl(struct rs_ac *ac, u32 bit);
 void rs_listeners_show(struct seq_file *m);
+
+/* credit.c: receive slots and credits */
+bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp);
+void rs_rx_close(struct rs_ac *ac);
+bool rs_rx_take(struct rs_ac *ac);
+void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn);
+void rs_rx_want(struct rs_ac *ac);
+int rs_rx_returned(struct rs_ac *ac, u32 n);
+u32 rs_ac_take_credits(struct rs_ac *ac);
+void rs_ac_got_credits(struct rs_ac *ac, u32 n);
+void rs_ac_queued_send(struct rs_ac *ac);
+void rs_ac_after_chunk(struct rs_ac *ac);
+void rs_ac_reclaimed(struct rs_ac *ac);
+u32 rs_ac_take_return(struct rs_ac *ac);
+bool rs_ac_take_want(struct rs_ac *ac);
 
 extern struct workqueue_struct *rs_wq;
 

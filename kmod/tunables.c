@@ -39,7 +39,7 @@ unsigned int rs_autocork = 1;
 unsigned int rs_inflight_max = SZ_128K;
 /* Interleave the chunks of different ACs; 0: a message goes out whole. */
 unsigned int rs_split = 1;
-/* Receive slots set aside for each new AC: its credit window. */
+/* Receive slots a new AC opens with (its fixed window before version 3). */
 unsigned int rs_credits_per_ac = 4;
 /* Sends in flight per shared QP: its send queue and TX buffers. */
 unsigned int rs_send_depth = 64;

@@ -420,49 +420,66 @@ TEST_F_TIMEOUT(data, send_only_handle, 180)
 }
 
 /*
- * Receive slots run out: each AC sets credits_per_ac (4) slots aside, so a
- * file with 4 slots holds one AC.  The connecting side gets ENOBUFS from its
- * own file, or from the listener's (the peer REJECTs with ENOBUFS).
+ * Receive slots on demand (protocol version 3): two files of 4 slots each
+ * (credits_per_ac is 4) carry 16 ACs, four times as many as either has
+ * slots, and echo messages on all of them at once, every byte checked.  The
+ * client sends on every AC before the server reads any, the server reads
+ * them in another order, and a message spans two chunks, so that slots
+ * are lent, wanted, withheld and given back all the time.  With version
+ * 2's fixed 4 slots per AC, the second CONNECT got ENOBUFS.
  */
-TEST_F_TIMEOUT(data, slots_exhausted, 120)
+TEST_F_TIMEOUT(data, slots_on_demand, 180)
 {
 	struct sockaddr_in sin = peer_addr(PORT + 7);
 	struct rdmashare *srv = rs_open_setup(1 << 20, 4);
-	struct rdmashare *big = rs_open_setup(1 << 20, 64);
-	struct rdmashare *small = rs_open_setup(1 << 20, 4);
-	int l, a, b;
+	struct rdmashare *cli = rs_open_setup(1 << 20, 4);
+	static unsigned char out[20000], in[20000], want[20000];
+	const int nr = 16, rounds = 3;
+	int l, c[16], s[16], i, r, k;
+	ssize_t n;
 
 	ASSERT_NE(NULL, srv);
-	ASSERT_NE(NULL, big);
-	ASSERT_NE(NULL, small);
-	l = rdmashare_listen(srv, PORT + 7, 8);
+	ASSERT_NE(NULL, cli);
+	l = rdmashare_listen(srv, PORT + 7, nr);
 	ASSERT_LT(0, l);
-
-	/* This file's own slots: one AC, then none. */
-	a = rdmashare_connect(small, (struct sockaddr *)&sin, 20000);
-	ASSERT_LT(0, a);
-	EXPECT_EQ(-ENOBUFS, rdmashare_connect(small, (struct sockaddr *)&sin, 20000));
-	/* The listener's file is full too: its kernel refuses the next one. */
-	EXPECT_EQ(-ENOBUFS, rdmashare_connect(big, (struct sockaddr *)&sin, 20000));
-
-	/* Closing the first AC gives its slots back on both sides. */
-	ASSERT_LT(0, rdmashare_accept(srv, l, 20000));
-	ASSERT_EQ(0, rdmashare_close_ac(small, a));
-	b = -1;
-	for (int i = 0; i < 50 && b < 0; i++) {
-		b = rdmashare_connect(big, (struct sockaddr *)&sin, 20000);
-		if (b < 0)
-			usleep(100000);	/* the listener's side closes asynchronously */
+	for (i = 0; i < nr; i++) {
+		c[i] = rdmashare_connect(cli, (struct sockaddr *)&sin, 20000);
+		ASSERT_LT(0, c[i]) TH_LOG("AC %d", i);
+		s[i] = rdmashare_accept(srv, l, 20000);
+		ASSERT_LT(0, s[i]) TH_LOG("AC %d", i);
 	}
-	EXPECT_LT(0, b);
-	rdmashare_close(small);
-	rdmashare_close(big);
+	for (r = 0; r < rounds; r++) {
+		/* Odd rounds: 17 KiB messages, two chunks each. */
+		size_t len = r % 2 ? 17 * 1024 : 64 + r;
+
+		for (i = 0; i < nr; i++) {
+			fill(out, len, r * 100 + i);
+			ASSERT_EQ(0, rdmashare_send(cli, c[i], out, len)) TH_LOG("round %d AC %d", r, i);
+		}
+		for (k = 0; k < nr; k++) {
+			i = (k * 5 + r) % nr;	/* not the order they were sent in */
+			n = rdmashare_recv(srv, s[i], in, sizeof(in), 20000);
+			ASSERT_EQ((ssize_t)len, n) TH_LOG("round %d AC %d", r, i);
+			fill(want, len, r * 100 + i);
+			ASSERT_EQ(0, memcmp(want, in, len)) TH_LOG("round %d AC %d", r, i);
+			ASSERT_EQ(0, rdmashare_send(srv, s[i], in, len));
+		}
+		for (k = 0; k < nr; k++) {
+			i = nr - 1 - k;
+			n = rdmashare_recv(cli, c[i], in, sizeof(in), 20000);
+			ASSERT_EQ((ssize_t)len, n) TH_LOG("echo: round %d AC %d", r, i);
+			fill(want, len, r * 100 + i);
+			ASSERT_EQ(0, memcmp(want, in, len)) TH_LOG("echo: round %d AC %d", r, i);
+		}
+	}
+	rdmashare_close(cli);
 	rdmashare_close(srv);
 }
 
 /*
- * The server has 8 receive slots, 4 for each AC: a slot lost per round
- * would make a CONNECT fail with ENOBUFS by the fourth.  Each round, a
+ * The server has 8 receive slots: a slot lost per round would leave it
+ * none by the ninth round (and before slots on demand, 4 for each AC, made a
+ * CONNECT fail with ENOBUFS by the fourth).  Each round, a
  * listener and its backlog AC take the smallest free ids, as the next
  * round's do.  In odd rounds the dead AC's peer shut down too: the new AC
  * must not see that as its own end of data.
@@ -471,8 +488,10 @@ TEST(listener_closed_with_early_data)
 {
 	struct rdmashare *c = rs_open_setup(1 << 20, 64);
 	struct rdmashare *s = rs_open_setup(1 << 20, 8);
+	struct rdmashare_ac_stats st;
 	struct sockaddr_in sin;
 	int i, l, cac, sac;
+	double end;
 	char buf[64];
 	ssize_t n;
 
@@ -510,6 +529,24 @@ TEST(listener_closed_with_early_data)
 		ASSERT_EQ(0, rdmashare_close_ac(s, sac));
 		ASSERT_EQ(0, rdmashare_close_ac(s, l));
 	}
+	/* Every slot came back: 8 messages unread fill all 8. */
+	sin = peer_addr(PORT + 20);
+	l = rdmashare_listen(s, PORT + 20, 4);
+	ASSERT_LT(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LT(0, sac);
+	for (i = 0; i < 8; i++) {
+		ASSERT_EQ(0, rdmashare_send(c, cac, "slot", 5));
+	}
+	ASSERT_EQ(0, rdmashare_flush(c, 20000));
+	end = rs_now() + 20;
+	do {
+		usleep(50000);
+		ASSERT_EQ(0, rdmashare_ac_stats(s, sac, &st));
+	} while (st.rx_msgs < 8 && rs_now() < end);
+	EXPECT_EQ(8, st.rx_msgs);
 	rdmashare_close(c);
 	rdmashare_close(s);
 }
@@ -679,11 +716,11 @@ static void stall_release(struct __test_metadata *_metadata, struct stall_end *e
 	}
 	e->to_release = 0;
 	/*
-	 * A RELEASE completes at once, in CQ room that neither the ACs (here
-	 * two on the accepting end: listener and AC) nor the waiting SENDs
-	 * hold: 8 - 2 - 3 = 3 entries, so a fourth waits at the SQ head until
-	 * the first ones' CQEs are reaped.  All must go through while the
-	 * SENDs stay stalled (on 16cb06c none did).
+	 * A RELEASE completes at once, in CQ room that the waiting SENDs do
+	 * not hold: 8 - 7 = 1 entry, and one more per slot that holds a chunk
+	 * (only a free slot can bring a RECV), so later ones may wait at the
+	 * SQ head until the first ones' CQEs are reaped.  All must go through
+	 * while the SENDs stay stalled (on 16cb06c none did).
 	 */
 	for (done = 0, deadline = rs_now() + 20; done < n; ) {
 		ret = rdmashare_submit(e->rs);
@@ -710,9 +747,8 @@ TEST_F_TIMEOUT(data, release_behind_stalled_sends, 120)
 		e[i].p = p;
 		ASSERT_EQ(0, rdmashare_open(&e[i].rs, 0));
 		ASSERT_EQ(0, rdmashare_setup(e[i].rs, &e[i].p));
-		/* 8 entries beyond the slots: 4 for ACs, 3 for waiting operations. */
-		EXPECT_EQ(4, e[i].p.max_acs);
-		EXPECT_EQ(3, e[i].p.max_waiting);
+		/* 8 entries beyond the slots: 7 for waiting operations. */
+		EXPECT_EQ(7, e[i].p.max_waiting);
 	}
 	l = rdmashare_listen(e[1].rs, PORT + 40, 4);
 	ASSERT_LT(0, l);

@@ -90,15 +90,20 @@ TEST_F(raw, setup_defaults)
 	EXPECT_TRUE(q.features & RDMASHARE_FEAT_RINGS);
 	EXPECT_TRUE(q.features & RDMASHARE_FEAT_AC);
 	EXPECT_TRUE(q.features & RDMASHARE_FEAT_CQ_LIMITS);
+	EXPECT_TRUE(q.features & RDMASHARE_FEAT_CQ_OVERFLOW);
 
 	ASSERT_EQ(0, setup_raw(self->fd, &p));
 	EXPECT_EQ(256, p.sq_entries);
 	/* Twice the SQ plus one per receive slot, rounded up. */
 	EXPECT_EQ(64, p.rx_slots);
 	EXPECT_EQ(1024, p.cq_entries);
-	/* The CQ's 960 entries beyond the slots: half for ACs, 60 kept free. */
-	EXPECT_EQ(480, p.max_acs);
-	EXPECT_EQ(420, p.max_waiting);
+	/*
+	 * ACs are not bounded by the CQ (their CLOSED completions reserve
+	 * nothing); of the 960 entries beyond the slots, 60 stay free of
+	 * operations that wait on the peer.
+	 */
+	EXPECT_EQ(65536, p.max_acs);
+	EXPECT_EQ(900, p.max_waiting);
 	EXPECT_EQ(4u << 20, p.data_size);
 	EXPECT_EQ(16384, p.rx_slot_size);
 	EXPECT_EQ(p.data_size, p.rx_offset);

@@ -17,7 +17,11 @@
  *  - malformed_batch: a peer that speaks protocol version 2 gets batches
  *    taken (a chunk and a KEEPALIVE in one SEND), and a batch with one bad
  *    record (padding that is not zero) refused whole: its good chunk never
- *    reaches the AC.
+ *    reaches the AC;
+ *  - returned_credits, returned_too_many: a peer that speaks version 3
+ *    gives its credits back (RETURN), which is taken; a chunk sent with one
+ *    of them afterwards, or a RETURN of more than it was granted, takes its
+ *    QP down.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left.
  */
@@ -256,6 +260,55 @@ TEST_F_TIMEOUT(rogue, malformed_batch, 240)
 	EXPECT_GT(0, rdmashare_recv(self->rs, ac, in, sizeof(in), 20000));
 	ASSERT_EQ(0, rdmashare_ac_stats(self->rs, ac, &st));
 	EXPECT_EQ(1, st.rx_msgs);
+	dropped_only_rogue(_metadata, self);
+}
+
+/* A version 3 rogue with an AC to the fixture's second listener. */
+static int rogue_v3_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+		       uint32_t *credits)
+{
+	int id;
+
+	rogue_close(&self->r);
+	rogue_version = 3;
+	if (rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT + 2) != RDMA_CM_EVENT_ESTABLISHED)
+		return -1;
+	id = rogue_ac(&self->r, credits);	/* the ACCEPT comes as version 3 */
+	if (id <= 0 || *credits < 2)
+		return -2;
+	return id;
+}
+
+static int rogue_return(struct rogue *r, uint32_t dst, uint32_t n)
+{
+	rogue_hdr(r->buf, ROGUE_CREDIT, ROGUE_F_RETURN, dst, 7, 0, 0, 0, 0, n);
+	return rogue_send(r, ROGUE_HDR_LEN);
+}
+
+TEST_F_TIMEOUT(rogue, returned_credits, 240)
+{
+	uint32_t credits = 0;
+	int id;
+
+	id = rogue_v3_ac(_metadata, self, &credits);
+	ASSERT_LT(0, id);
+	/* Every credit back: taken, the QP stays. */
+	ASSERT_EQ(0, rogue_return(&self->r, id, credits));
+	usleep(500000);
+	EXPECT_TRUE(rogue_peer_listed());
+	/* A chunk with one of them (a slot it no longer has): the QP goes. */
+	rogue_chunk(&self->r, id, 0);
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, returned_too_many, 240)
+{
+	uint32_t credits = 0;
+	int id;
+
+	id = rogue_v3_ac(_metadata, self, &credits);
+	ASSERT_LT(0, id);
+	rogue_return(&self->r, id, credits + 1);
 	dropped_only_rogue(_metadata, self);
 }
 

@@ -699,8 +699,15 @@ TEST_F_TIMEOUT(sched, head_of_line, 600)
 	window = atoi(v);
 	snd = rs_open_setup(32 << 20, 64);
 	ASSERT_NE(NULL, snd);
-	rcv = listen_on(SHARE_PORT + 3, &l);
+	/*
+	 * Receive windows grow to an equal share of the receiver's slots:
+	 * with twice credits_per_ac slots, each of the two ACs keeps
+	 * credits_per_ac of them.
+	 */
+	rcv = rs_open_setup(1 << 20, 2 * window);
 	ASSERT_NE(NULL, rcv);
+	l = rdmashare_listen(rcv, SHARE_PORT + 3, 4);
+	ASSERT_LT(0, l);
 	big = rdmashare_connect(snd, (struct sockaddr *)&sin, 30000);
 	ASSERT_LE(0, big);
 	rbig = rdmashare_accept(rcv, l, 30000);

@@ -374,7 +374,7 @@ TEST_F_TIMEOUT(limits, memcg, 120)
 TEST(close_frees_id)
 {
 	struct rdmashare *c = rs_open_setup(1 << 20, 64);
-	struct rdmashare *s = rs_open_setup(1 << 20, 64);
+	struct rdmashare *s = rs_open_setup(1 << 20, 8);
 	struct sockaddr_in sin = addr_of(PORT + 30);
 	struct rdmashare_ac_stats st;
 	struct rdmashare_sqe *sqe;
@@ -389,7 +389,7 @@ TEST(close_frees_id)
 	ASSERT_LT(0, cac);
 	sac = rdmashare_accept(s, l, 20000);
 	ASSERT_LT(0, sac);
-	/* More SENDs than credits: the receiver never releases a slot. */
+	/* More SENDs than slots: the receiver never releases one. */
 	for (i = 0; i < 12; i++)
 		ASSERT_EQ(0, rdmashare_send(c, cac, msg, sizeof(msg)));
 	usleep(300000);

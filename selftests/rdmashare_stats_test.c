@@ -177,7 +177,10 @@ TEST_F_TIMEOUT(st, queued, 120)
 	char msg[100] = "queued";
 	int cac, sac, i;
 
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "1"));
+	/* One receive slot: a window of one credit. */
+	rdmashare_close(self->s);
+	self->s = rs_open_setup(4 << 20, 1);
+	ASSERT_NE(NULL, self->s);
 	ASSERT_LE(0, pair(self->c, self->s, PORT + 1, &cac, &sac));
 	for (i = 0; i < 5; i++)
 		ASSERT_EQ(0, rdmashare_send(self->c, cac, msg, sizeof(msg)));

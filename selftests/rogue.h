@@ -28,6 +28,9 @@ enum {
 };
 #define ROGUE_F_FIRST	1
 #define ROGUE_F_LAST	2
+#define ROGUE_F_WANT	1	/* CREDIT, version 3 */
+#define ROGUE_F_RECLAIM	2
+#define ROGUE_F_RETURN	4
 
 struct rogue_hdr {
 	uint8_t version;
@@ -42,8 +45,8 @@ struct rogue_conn {
 
 /*
  * The protocol version the rogue offers and writes: 1, one record per SEND;
- * 2, batches of records padded to 8 bytes (a test sets it before
- * rogue_open()).
+ * 2, batches of records padded to 8 bytes; 3, CREDIT flags too (a test sets
+ * it before rogue_open()).
  */
 static int rogue_version = 1;
 

@@ -155,6 +155,7 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			break;
 		}
 		c->addr = cqe->addr;
+		rs->held++;
 		if (st->closing) {
 			/* For an AC being closed: nobody will read it. */
 			ac = cqe->ac;
@@ -238,12 +239,60 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 	return ret;
 }
 
+/*
+ * Before any wait: the chunks of ACs other than @ac (the one being read, or
+ * 0) are copied out and their slots given back.  A file's receive slots are
+ * shared by its ACs and lent as they receive, so slots held for ACs that
+ * nobody reads now could keep what the wait is for (@ac's next chunk, a
+ * completion of a SEND that the peer cannot take until this end reads)
+ * from ever coming.  As far as the SQ has room for the RELEASEs (the caller
+ * submits them); -ENOMEM if a copy fails (its slot stays held).
+ */
+static int rs_copy_out_others(struct rdmashare *rs, int ac)
+{
+	struct rdmashare_sqe *sqe;
+	struct rs_chunk *c;
+	unsigned int i;
+
+	for (i = 1; i < rs->nr_acs && rs->held; i++) {
+		if ((int)i == ac)
+			continue;
+		for (c = rs->acs[i].head; c; c = c->next) {
+			if (c->copy)
+				continue;
+			sqe = rdmashare_get_sqe(rs);
+			if (!sqe && rdmashare_submit(rs) >= 0)
+				sqe = rdmashare_get_sqe(rs);
+			if (!sqe)
+				return 0;
+			c->copy = malloc(c->len ? c->len : 1);
+			if (!c->copy) {
+				sqe->opcode = RDMASHARE_OP_NOP;
+				sqe->user_data = RS_UD(RS_UD_RELEASE);
+				return -ENOMEM;
+			}
+			memcpy(c->copy, (char *)rs->data + c->addr, c->len);
+			rs->held--;
+			sqe->opcode = RDMASHARE_OP_RELEASE;
+			sqe->ac = i;
+			sqe->addr = c->addr;
+			sqe->user_data = RS_UD(RS_UD_RELEASE);
+		}
+	}
+	return 0;
+}
+
 /* Reap what is there; with @wait, wait for at least one first. */
 static int rs_reap(struct rdmashare *rs, int wait, unsigned int timeout_ms)
 {
 	struct rdmashare_cqe *cqe;
 	int ret;
 
+	if (wait && rs->held) {
+		ret = rs_copy_out_others(rs, rs->reading);
+		if (ret)
+			return ret;
+	}
 	ret = rdmashare_submit(rs);
 	if (ret < 0)
 		return ret;
@@ -477,19 +526,29 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 	return rs_push(rs);
 }
 
-/* Give the slots of a received message back, then forget its chunks. */
-static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c)
+/* A RELEASE of the slot at @addr, submitted later (rs_push_release()). */
+static void rs_release_slot(struct rdmashare *rs, int ac, __u64 addr)
 {
 	struct rdmashare_sqe *sqe = rs_sqe(rs);
 
+	rs->held--;
 	if (sqe) {
 		sqe->opcode = RDMASHARE_OP_RELEASE;
 		sqe->ac = ac;
-		sqe->addr = c->addr;
+		sqe->addr = addr;
 		sqe->user_data = RS_UD(RS_UD_RELEASE);
 	}
+}
+
+/* Give a chunk's slot back (unless it was copied out), then forget it. */
+static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c)
+{
+	if (!c->copy)
+		rs_release_slot(rs, ac, c->addr);
+	free(c->copy);
 	free(c);
 }
+
 
 /*
  * Chunks are copied out and their slots released as they come, so a message
@@ -514,7 +573,9 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 				return st->close_res ? st->close_res : -EPIPE;
 			if (st->eof)
 				return -EPIPE;
+			rs->reading = ac;
 			ret = rs_reap(rs, 1, timeout_ms);
+			rs->reading = 0;
 			if (ret)
 				return ret;
 			continue;
@@ -524,7 +585,8 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 			st->tail = NULL;
 		msg_len = c->msg_len;
 		if (got + c->len <= len)
-			memcpy((char *)buf + got, (char *)rs->data + c->addr, c->len);
+			memcpy((char *)buf + got, c->copy ? c->copy : (char *)rs->data + c->addr,
+			       c->len);
 		got += c->len;
 		more = c->more;
 		rs_release(rs, ac, c);

@@ -33,13 +33,17 @@ struct rs_cq {
 	struct rdmashare_cqe *cqes;
 };
 
-/* A received chunk waiting in its slot for rdmashare_recv(). */
+/*
+ * A received chunk waiting for rdmashare_recv(): in its slot, or copied out
+ * (@copy) and its slot given back.
+ */
 struct rs_chunk {
 	struct rs_chunk *next;
 	__u64 addr;
 	__u32 len;
 	__u32 msg_len;
 	int more;
+	char *copy;
 };
 
 /* What the library knows of one AC. */
@@ -77,6 +81,8 @@ struct rdmashare {
 	unsigned long inflight;		/* library SENDs not yet completed */
 	unsigned int waiting;		/* library SENDs, CLOSEs, SHUTDOWNs not completed */
 	unsigned int max_waiting;	/* how many the kernel takes; 0: no limit */
+	unsigned int held;		/* slots holding chunks not read yet */
+	int reading;			/* the AC rdmashare_recv() reads, or 0 */
 };
 
 /* ioctl(2); returns a negative errno on failure. */

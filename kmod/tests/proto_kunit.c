@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for the wire format (proto.c): every message type round
- * trips, every malformed header is rejected, and a version 2 batch is
- * taken whole or refused whole.
+ * trips, every malformed header is rejected, a version 2 batch is taken
+ * whole or refused whole, and version 3's CREDIT flags are checked.
  */
 #include <kunit/test.h>
 #include <linux/module.h>
@@ -180,6 +180,60 @@ static void proto_limits_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, rs_proto_payload_len(RS_MSG_TYPE_MAX + 1, 0), -EINVAL);
 }
 
+/*
+ * Version 3's CREDIT flags: one of them, a RECLAIM with no grant, a RETURN
+ * with credits; an older version takes none, and no other message has them.
+ */
+static void proto_credit_flags_test(struct kunit *test)
+{
+	static const struct {
+		u16 flags;
+		u32 credits;
+		bool ok;
+	} cases[] = {
+		{ RS_F_WANT, 0, true },
+		{ RS_F_WANT, 5, true },
+		{ RS_F_RECLAIM, 0, true },
+		{ RS_F_RETURN, 3, true },
+		{ RS_F_RECLAIM, 1, false },
+		{ RS_F_RETURN, 0, false },
+		{ RS_F_WANT | RS_F_RECLAIM, 0, false },
+		{ RS_F_WANT | RS_F_RETURN, 2, false },
+		{ BIT(3), 0, false },
+		{ BIT(15), 0, false },
+	};
+	struct rs_proto_msg m = { .type = RS_MSG_CREDIT, .dst_conn = 3, .src_conn = 4 };
+	struct rs_proto_msg out;
+	u8 buf[BUF_LEN];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(cases); i++) {
+		m.flags = cases[i].flags;
+		m.credits = cases[i].credits;
+		if (!cases[i].ok) {
+			KUNIT_EXPECT_EQ_MSG(test, rs_proto_encode(&m, 3, buf, sizeof(buf)),
+					    -EINVAL, "case %u", i);
+			continue;
+		}
+		KUNIT_ASSERT_EQ_MSG(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), RS_HDR_LEN,
+				    "case %u", i);
+		KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN, 3, 65536, &out), 0);
+		KUNIT_EXPECT_EQ(test, out.flags, m.flags);
+		KUNIT_EXPECT_EQ(test, out.credits, m.credits);
+		/* The same record from a version 2 peer is malformed. */
+		buf[0] = 2;
+		KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN, 2, 65536, &out), -EBADMSG);
+		KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 2, buf, sizeof(buf)), -EINVAL);
+	}
+	/* Not on other types: a KEEPALIVE, an ACCEPT with WANT. */
+	m = good_msgs[6];
+	m.flags = RS_F_WANT;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), -EINVAL);
+	m = good_msgs[10];
+	m.flags = RS_F_RECLAIM;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), -EINVAL);
+}
+
 /* The header is big endian on the wire whatever the host. */
 static void proto_byte_order_test(struct kunit *test)
 {
@@ -333,6 +387,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE_PARAM(proto_malformed_test, bad_gen_params),
 	KUNIT_CASE(proto_limits_test),
 	KUNIT_CASE(proto_byte_order_test),
+	KUNIT_CASE(proto_credit_flags_test),
 	KUNIT_CASE(proto_reject_errno_test),
 	KUNIT_CASE(proto_batch_test),
 	KUNIT_CASE(proto_batch_malformed_test),

@@ -105,7 +105,7 @@ static void ring_entries_valid_test(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, rs_ring_entries_valid(RS_RING_ENTRIES_MAX * 2, 8, ~0u));
 }
 
-/* The CQ's room split: each kind at least one entry, none beyond the room. */
+/* The CQ's room: waiting operations get all but a sixteenth, at least one. */
 static void ring_cq_limits_test(struct kunit *test)
 {
 	struct rs_cq_limits l;
@@ -113,11 +113,9 @@ static void ring_cq_limits_test(struct kunit *test)
 
 	KUNIT_ASSERT_EQ(test, rs_cq_limits(1024, 64, &l), 0);
 	KUNIT_EXPECT_EQ(test, l.room, 960u);
-	KUNIT_EXPECT_EQ(test, l.acs, 480u);
-	KUNIT_EXPECT_EQ(test, l.waiting, 420u);
+	KUNIT_EXPECT_EQ(test, l.waiting, 900u);
 	KUNIT_ASSERT_EQ(test, rs_cq_limits(16, 8, &l), 0);
-	KUNIT_EXPECT_EQ(test, l.acs, 4u);
-	KUNIT_EXPECT_EQ(test, l.waiting, 3u);
+	KUNIT_EXPECT_EQ(test, l.waiting, 7u);
 	KUNIT_EXPECT_EQ(test, rs_cq_limits(4, 1, &l), -EINVAL);
 	KUNIT_EXPECT_EQ(test, rs_cq_limits(4, 8, &l), -EINVAL);
 
@@ -127,9 +125,8 @@ static void ring_cq_limits_test(struct kunit *test)
 				KUNIT_EXPECT_LT(test, cq - rx, RS_CQ_ROOM_MIN);
 				continue;
 			}
-			KUNIT_EXPECT_GE(test, l.acs, 1u);
 			KUNIT_EXPECT_GE(test, l.waiting, 1u);
-			KUNIT_EXPECT_LT(test, l.acs + l.waiting, l.room);
+			KUNIT_EXPECT_LT(test, l.waiting, l.room);
 			KUNIT_EXPECT_EQ(test, l.room, cq - rx);
 		}
 	}

@@ -45,6 +45,7 @@ enum {
 #define RDMASHARE_FEAT_DISCARD	(1ULL << 5)	/* CQE_F_DISCARD */
 #define RDMASHARE_FEAT_CQ_LIMITS	(1ULL << 6)	/* SETUP's max_acs, max_waiting */
 #define RDMASHARE_FEAT_SQ_WAKEUP	(1ULL << 7)	/* RDMASHARE_SETUP_SQ_WAKEUP */
+#define RDMASHARE_FEAT_CQ_OVERFLOW	(1ULL << 8)	/* RDMASHARE_SQ_CQ_OVERFLOW */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -121,8 +122,15 @@ struct rdmashare_ring_offsets {
  */
 #define RDMASHARE_SETUP_SQ_WAKEUP	(1U << 0)
 
-/* SQ ring flags */
+/*
+ * SQ ring flags.  RDMASHARE_SQ_CQ_OVERFLOW: an AC's CLOSED completion holds
+ * no CQ entry in advance; one that found the CQ without room waits in the
+ * kernel, after which the kernel sets this flag.  Any ENTER (and poll(2))
+ * posts what waits as soon as the CQ has room, in the order it came, and
+ * clears the flag once nothing waits.
+ */
 #define RDMASHARE_SQ_NEED_WAKEUP	(1U << 0)	/* call ENTER to submit */
+#define RDMASHARE_SQ_CQ_OVERFLOW	(1U << 1)	/* call ENTER to get CLOSEDs */
 
 /**
  * struct rdmashare_setup - RDMASHARE_IOC_SETUP
@@ -143,10 +151,9 @@ struct rdmashare_ring_offsets {
  *	part, then the receive slots
  * @sq_off: out: the SQ in the rings mapping
  * @cq_off: out: the CQ in the rings mapping
- * @max_acs: out: ACs the file may have at once: a CONNECT beyond it gets
- *	-ENOBUFS, a peer's CONNECT to a listener of the file is refused
- *	(-ENOBUFS at the peer); each AC also sets receive slots aside, which
- *	may run out first
+ * @max_acs: out: ACs the file may have at once (the module's
+ *	max_acs_per_file when SETUP ran): a LISTEN or CONNECT beyond it gets
+ *	-EMFILE, a peer's CONNECT to a listener of the file is refused
  * @max_waiting: out: SENDs, CLOSEs and SHUTDOWNs the file may have at once
  *	that have not completed; see struct rdmashare_enter
  * @resv: reserved, must be 0

@@ -1,0 +1,443 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: receive slots and credits.
+ *
+ * A file's receive slots are one pool (rs_file.rx_unreserved).  A chunk goes
+ * only with a credit, a slot promised to its AC (rs_ac.rx_reserved), so it
+ * always finds one: the SRQ buffer is copied out at once and a slow reader
+ * stalls its own senders only.  When the application releases a slot, the
+ * slot goes back to its AC as a credit for the sender, or to the pool.
+ *
+ * Versions 1 and 2 (the AC's QP negotiated them): an AC sets
+ * rs_credits_per_ac slots of the pool aside when it opens and keeps them;
+ * with none left, no AC (ENOBUFS).
+ *
+ * Version 3, slots on demand: an AC's window (slots promised to it or
+ * holding its chunks) comes from the pool as it receives, within its fair
+ * share, the file's slots divided among its ACs that receive (those with a
+ * window, or waiting for one).  It opens with what the pool can spare, up to
+ * rs_credits_per_ac and its share, possibly nothing.  A sender with data
+ * and no credit says so once (WANT); the receiving end grants from the pool,
+ * or queues the AC in its file's FIFO of wanting ACs.  While that FIFO is
+ * not empty, every slot that is released or given back goes to its oldest
+ * AC, one each, so every AC that wants gets its turn whatever the others
+ * do, and no AC needs slots set aside before it receives.  While it is
+ * empty, a released slot goes back to its AC if the AC is within its share
+ * (with one more from the pool if the peer had used every credit it had:
+ * the window grows), and to the pool if not (the window shrinks).  Credits are
+ * never revoked, only withheld: a slot stays promised until the peer sends
+ * into it or gives it back.  A WANT that finds the pool empty has the AC
+ * that has lent its slots longest asked for its unused credits (RECLAIM);
+ * its peer gives them back (RETURN) at once if it has nothing to send, or
+ * once it has sent what it has, so the slots of ACs gone idle come back.
+ *
+ * Locks: rf->rx_lock for the receiving end, outside the QP's lock, which
+ * covers the sending end (send_credits, credits_out, control bits).
+ */
+#include "trace.h"
+#include "transport.h"
+
+/* ---- the receiving end, under rf->rx_lock ---- */
+
+/* @ac's window changed: is it one of the file's receiving ACs now? */
+static void rs_rx_active(struct rs_ac *ac)
+{
+	bool active = ac->rx_ondemand && !ac->rx_done &&
+		      (ac->rx_reserved || ac->rx_held || !list_empty(&ac->rx_want_node));
+
+	if (active == ac->rx_active)
+		return;
+	ac->rx_active = active;
+	if (active)
+		ac->rf->rx_active++;
+	else
+		ac->rf->rx_active--;
+}
+
+/* The window an AC may grow to: an equal share of the file's slots. */
+static u32 rs_rx_fair(struct rs_file *rf)
+{
+	return max(rf->rx_slots / max(rf->rx_active, 1U), 1U);
+}
+
+static u32 rs_rx_window(struct rs_ac *ac)
+{
+	return ac->rx_reserved + ac->rx_held;
+}
+
+/* @n more slots promised to @ac: it is the youngest lender now. */
+static void rs_rx_lend(struct rs_ac *ac, u32 n)
+{
+	lockdep_assert_held(&ac->rf->rx_lock);
+	if (!n)
+		return;
+	ac->rx_reserved += n;
+	ac->rx_reclaim = false;
+	if (ac->rx_ondemand)
+		list_move_tail(&ac->rx_lend_node, &ac->rf->rx_lenders);
+	rs_rx_active(ac);
+}
+
+static void rs_rx_unlend(struct rs_ac *ac, u32 n)
+{
+	lockdep_assert_held(&ac->rf->rx_lock);
+	ac->rx_reserved -= n;
+	if (!ac->rx_reserved)
+		list_del_init(&ac->rx_lend_node);
+	rs_rx_active(ac);
+}
+
+/*
+ * @n credits for @ac's sender: sent with its next record, or on their own
+ * when @now or once half its window is owed (the sender still has the other
+ * half).  True if the QP's sender has work.
+ */
+static bool rs_rx_grant(struct rs_ac *ac, u32 n, bool now)
+{
+	struct rs_qp *qp = ac->qp;
+	bool owed;
+
+	spin_lock(&qp->lock);
+	ac->credits_out += n;
+	owed = ac->credits_out && (now || ac->credits_out >= max(rs_rx_window(ac) / 2, 1U));
+	if (owed)
+		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
+	spin_unlock(&qp->lock);
+	return owed;
+}
+
+/*
+ * Called with rx_lock held: a slot of the pool to the oldest wanting AC;
+ * that AC (a reference), whose QP the caller pushes, or NULL.
+ */
+static struct rs_ac *rs_rx_serve_one(struct rs_file *rf)
+{
+	struct rs_ac *ac;
+
+	ac = list_first_entry_or_null(&rf->rx_wanting, struct rs_ac, rx_want_node);
+	if (!ac || !rf->rx_unreserved)
+		return NULL;
+	list_del_init(&ac->rx_want_node);
+	rf->rx_unreserved--;
+	rs_rx_lend(ac, 1);
+	rs_rx_grant(ac, 1, true);
+	rs_rx_active(ac);
+	kref_get(&ac->ref);
+	return ac;
+}
+
+/* The pool to the wanting ACs, one slot each in turn. */
+static void rs_rx_serve(struct rs_file *rf)
+{
+	struct rs_ac *ac;
+
+	for (;;) {
+		spin_lock_irq(&rf->rx_lock);
+		ac = rs_rx_serve_one(rf);
+		spin_unlock_irq(&rf->rx_lock);
+		if (!ac)
+			return;
+		rs_qp_push(ac->qp);
+		rs_ac_put(ac);
+	}
+}
+
+/*
+ * Called from rs_ac_pin() with the file's rx_lock and @qp's lock held: the
+ * slots @ac opens with.  False if a version 1 or 2 AC gets none.
+ */
+bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp)
+{
+	struct rs_file *rf = ac->rf;
+	u32 n;
+
+	lockdep_assert_held(&rf->rx_lock);
+	ac->rx_ondemand = qp->version >= 3;
+	n = min(rf->rx_unreserved, READ_ONCE(rs_credits_per_ac));
+	/* Those who asked first come first; a share counts this AC in. */
+	if (ac->rx_ondemand && !list_empty(&rf->rx_wanting))
+		n = 0;
+	else if (ac->rx_ondemand)
+		n = min(n, max(rf->rx_slots / (rf->rx_active + 1), 1U));
+	if (!n)
+		return ac->rx_ondemand;
+	rf->rx_unreserved -= n;
+	rs_rx_lend(ac, n);
+	return true;
+}
+
+/* The AC receives no more (rx_done is set): its promised slots go back. */
+void rs_rx_close(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	bool serve;
+
+	spin_lock_irq(&rf->rx_lock);
+	rf->rx_unreserved += ac->rx_reserved;
+	ac->rx_reserved = 0;
+	list_del_init(&ac->rx_lend_node);
+	list_del_init(&ac->rx_want_node);
+	rs_rx_active(ac);
+	serve = rf->rx_unreserved && !list_empty(&rf->rx_wanting);
+	spin_unlock_irq(&rf->rx_lock);
+	if (serve)
+		rs_rx_serve(rf);
+}
+
+/* Called with rx_lock held: a chunk for @ac arrived; false without credit. */
+bool rs_rx_take(struct rs_ac *ac)
+{
+	if (!ac->rx_reserved)
+		return false;
+	rs_rx_unlend(ac, 1);
+	ac->rx_held++;
+	/* Its last credit: what is left is owed, not sent yet. */
+	ac->rx_full = ac->rx_reserved == READ_ONCE(ac->credits_out);
+	return true;
+}
+
+/*
+ * A slot that held a chunk of the AC @conn came back (its file's free list
+ * has it already); @ac is the AC its id names now, or NULL.  It goes back
+ * to that AC if the AC still receives and nobody waits for slots;
+ * otherwise to the pool and the wanting ACs.
+ */
+void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn)
+{
+	bool mine, pooled = true, push = false;
+	u32 n = 1;
+
+	spin_lock_irq(&rf->rx_lock);
+	mine = ac && ac->id == conn;
+	if (mine) {
+		ac->rx_held--;
+		rs_rx_active(ac);
+	}
+	if (mine && !ac->rx_done && READ_ONCE(ac->state) == RS_AC_OPEN &&
+	    !READ_ONCE(ac->peer_closed) && !READ_ONCE(ac->peer_shut) &&
+	    (!ac->rx_ondemand ||
+	     (list_empty(&rf->rx_wanting) && rs_rx_window(ac) < rs_rx_fair(rf)))) {
+		/* Slow start: the peer used up its window, so it grows. */
+		if (ac->rx_ondemand && ac->rx_full && rf->rx_unreserved &&
+		    rs_rx_window(ac) + 2 <= rs_rx_fair(rf)) {
+			rf->rx_unreserved--;
+			n++;
+		}
+		rs_rx_lend(ac, n);
+		push = rs_rx_grant(ac, n, false);
+		pooled = false;
+	} else {
+		rf->rx_unreserved++;
+		pooled = !list_empty(&rf->rx_wanting);
+	}
+	spin_unlock_irq(&rf->rx_lock);
+	if (push)
+		rs_qp_push(ac->qp);
+	if (pooled)
+		rs_rx_serve(rf);
+}
+
+/*
+ * Called with rx_lock held, the pool empty, for @ac that wants slots: ask
+ * the AC that has lent its slots longest for its unused credits: any AC if
+ * @ac has no window at all (so that it cannot wait forever), else only one
+ * above its fair share.  Credits it owes and has not sent go back to the
+ * pool at once, unless they are on their way (a CREDIT is queued: its peer
+ * may wait for them).  That AC (a reference), or NULL.
+ */
+static struct rs_ac *rs_rx_reclaim(struct rs_file *rf, struct rs_ac *ac)
+{
+	bool any = !rs_rx_window(ac);
+	struct rs_ac *v;
+	u32 owed;
+
+	list_for_each_entry(v, &rf->rx_lenders, rx_lend_node) {
+		if (v == ac || v->rx_reclaim || (!any && rs_rx_window(v) <= rs_rx_fair(rf)))
+			continue;
+		spin_lock(&v->qp->lock);
+		owed = v->ctrl_pending & RS_CTRL_CREDIT ? 0 : v->credits_out;
+		v->credits_out -= owed;
+		if (v->rx_reserved > owed)
+			rs_ac_ctrl(v, RS_CTRL_RECLAIM);
+		spin_unlock(&v->qp->lock);
+		rf->rx_unreserved += owed;
+		rs_rx_unlend(v, owed);
+		if (!v->rx_reserved)
+			return NULL;
+		v->rx_reclaim = true;
+		list_move_tail(&v->rx_lend_node, &rf->rx_lenders);
+		kref_get(&v->ref);
+		return v;
+	}
+	return NULL;
+}
+
+/* @ac's peer has data and no credit (WANT). */
+void rs_rx_want(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	struct rs_ac *victim = NULL;
+	bool push = false, serve;
+	u32 n;
+
+	spin_lock_irq(&rf->rx_lock);
+	if (ac->rx_done || !ac->rx_ondemand || !list_empty(&ac->rx_want_node)) {
+		/* Closed, not on demand, or queued already. */
+	} else if (ac->rx_reserved && READ_ONCE(ac->credits_out)) {
+		/* Owed credits go now. */
+		push = rs_rx_grant(ac, 0, true);
+	} else if (rf->rx_unreserved && list_empty(&rf->rx_wanting)) {
+		/* Up to its share, and at least one slot. */
+		n = rs_rx_fair(rf) > ac->rx_held ? rs_rx_fair(rf) - ac->rx_held : 1;
+		n = min3(rf->rx_unreserved, n, max(ac->rx_held, 1U));
+		rf->rx_unreserved -= n;
+		rs_rx_lend(ac, n);
+		push = rs_rx_grant(ac, n, true);
+	} else {
+		list_add_tail(&ac->rx_want_node, &rf->rx_wanting);
+		rs_rx_active(ac);
+		if (!rf->rx_unreserved)
+			victim = rs_rx_reclaim(rf, ac);
+	}
+	serve = rf->rx_unreserved && !list_empty(&rf->rx_wanting);
+	spin_unlock_irq(&rf->rx_lock);
+	if (push)
+		rs_qp_push(ac->qp);
+	if (victim) {
+		rs_qp_push(victim->qp);
+		rs_ac_put(victim);
+	}
+	if (serve)
+		rs_rx_serve(rf);
+}
+
+/*
+ * @ac's peer gave @n unused credits back (RETURN): -EPROTO if it holds
+ * fewer.
+ */
+int rs_rx_returned(struct rs_ac *ac, u32 n)
+{
+	struct rs_file *rf = ac->rf;
+	u32 held;
+
+	spin_lock_irq(&rf->rx_lock);
+	if (ac->rx_done || !ac->rx_ondemand) {
+		/* Closed: the slots went back already. */
+		spin_unlock_irq(&rf->rx_lock);
+		return 0;
+	}
+	spin_lock(&ac->qp->lock);
+	held = ac->rx_reserved - ac->credits_out;
+	spin_unlock(&ac->qp->lock);
+	if (n > held) {
+		spin_unlock_irq(&rf->rx_lock);
+		return -EPROTO;
+	}
+	rs_rx_unlend(ac, n);
+	rf->rx_unreserved += n;
+	ac->rx_reclaim = false;
+	spin_unlock_irq(&rf->rx_lock);
+	rs_rx_serve(rf);
+	return 0;
+}
+
+/* ---- the sending end, under the QP's lock ---- */
+
+/* Its next operation is a SEND: a chunk needs credits. */
+static bool rs_ac_has_send(struct rs_ac *ac)
+{
+	struct rs_send *op;
+
+	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
+	return op && op->opcode == RDMASHARE_OP_SEND;
+}
+
+/* The sender takes the credits to grant with a record. */
+u32 rs_ac_take_credits(struct rs_ac *ac)
+{
+	u32 n = ac->credits_out;
+
+	lockdep_assert_held(&ac->qp->lock);
+	ac->credits_out = 0;
+	return n;
+}
+
+/* The peer granted @n credits. */
+void rs_ac_got_credits(struct rs_ac *ac, u32 n)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	ac->send_credits += n;
+	ac->want_sent = false;
+	trace_rdmashare_credit_grant(ac, n);
+}
+
+/*
+ * @ac has data and no credit: counted, and on demand (version 3) its peer is
+ * asked once.
+ */
+static void rs_ac_stalled(struct rs_ac *ac)
+{
+	ac->credit_stalls++;
+	rs_qp_stat(ac->qp, RS_STAT_CREDIT_STALLS, 1);
+	trace_rdmashare_credit_stall(ac, 0);
+	if (ac->qp->version >= 3 && !ac->want_sent) {
+		ac->want_sent = true;
+		rs_ac_ctrl(ac, RS_CTRL_WANT);
+	}
+}
+
+/* A SEND was queued on @ac, the first of its queue. */
+void rs_ac_queued_send(struct rs_ac *ac)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	if (!ac->send_credits)
+		rs_ac_stalled(ac);
+}
+
+/*
+ * The sender took a record of @ac: its data waits for credits now, or it
+ * has sent all it had and gives back credits its peer asked for.
+ */
+void rs_ac_after_chunk(struct rs_ac *ac)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	if (rs_ac_has_send(ac)) {
+		if (!ac->send_credits)
+			rs_ac_stalled(ac);
+	} else if (ac->give_back && !ac->close_sent) {
+		ac->give_back = false;
+		if (ac->send_credits)
+			rs_ac_ctrl(ac, RS_CTRL_RETURN);
+	}
+}
+
+/* The peer asks for @ac's unused credits (RECLAIM). */
+void rs_ac_reclaimed(struct rs_ac *ac)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	if (rs_ac_has_send(ac))
+		ac->give_back = true;
+	else if (ac->send_credits)
+		rs_ac_ctrl(ac, RS_CTRL_RETURN);
+}
+
+/* The credits a RETURN gives back: all, unless data came meanwhile. */
+u32 rs_ac_take_return(struct rs_ac *ac)
+{
+	u32 n = ac->send_credits;
+
+	lockdep_assert_held(&ac->qp->lock);
+	if (rs_ac_has_send(ac)) {
+		ac->give_back = true;
+		return 0;
+	}
+	ac->send_credits = 0;
+	return n;
+}
+
+/* A WANT still says something: data, and no credit came since. */
+bool rs_ac_take_want(struct rs_ac *ac)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	return ac->want_sent && !ac->send_credits && rs_ac_has_send(ac);
+}

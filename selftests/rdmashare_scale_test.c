@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Many ACs on few resources:
+ *  - acs_4096: a process with the default SETUP sizes (64 receive slots, a
+ *    1024-entry CQ) opens 4096 ACs to one peer, whose file has the default
+ *    sizes too, and echoes messages on all of them, every byte checked:
+ *    receive slots are lent as ACs receive (protocol version 3), and an
+ *    AC's CLOSED completion takes no CQ entry in advance;
+ *  - closed_overflow: 40 ACs of a file with a 16-entry CQ all close at
+ *    once: the CLOSED completions that find no room wait in the kernel
+ *    (RDMASHARE_SQ_CQ_OVERFLOW) and come, each once, as the CQ is reaped;
+ *  - closed_overflow_cancelled: the same, but the application CLOSEs the
+ *    ACs whose CLOSED waits: an AC's CLOSED comes before its CLOSE's
+ *    completion or not at all, and some never come.
+ */
+#include <arpa/inet.h>
+#include <sys/mman.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		8100
+#define NR_ACS		4096
+#define ROUNDS		2
+#define MSG		64
+
+static struct sockaddr_in addr_of(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+static void fill(unsigned char *buf, unsigned int ac, unsigned int round)
+{
+	unsigned int i;
+
+	for (i = 0; i < MSG; i++)
+		buf[i] = (unsigned char)(ac * 31 + round * 7 + i);
+}
+
+/* The peer: accepts NR_ACS ACs, then echoes ROUNDS messages on each. */
+static int scale_server(int ready_fd, unsigned int port)
+{
+	struct rdmashare_setup p = {};
+	static int acs[NR_ACS];
+	unsigned char buf[256];
+	struct rdmashare *rs;
+	int l, i, r;
+	ssize_t n;
+
+	rs = rs_open_with(&p);
+	if (!rs)
+		return 10;
+	l = rdmashare_listen(rs, port, 1024);
+	if (l < 0)
+		return 11;
+	if (write(ready_fd, "r", 1) != 1)
+		return 12;
+	for (i = 0; i < NR_ACS; i++) {
+		acs[i] = rdmashare_accept(rs, l, 60000);
+		if (acs[i] < 0)
+			return 13;
+	}
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < NR_ACS; i++) {
+			/* Not the order they were sent in. */
+			int k = (i * 7 + r) % NR_ACS;
+
+			n = rdmashare_recv(rs, acs[k], buf, sizeof(buf), 60000);
+			if (n != MSG)
+				return 14;
+			if (rdmashare_send(rs, acs[k], buf, n))
+				return 15;
+		}
+	}
+	if (rdmashare_flush(rs, 60000))
+		return 16;
+	/* The client closes first; this end's ACs see it. */
+	for (i = 0; i < NR_ACS; i++)
+		if (rdmashare_recv(rs, acs[i], buf, sizeof(buf), 60000) != -EPIPE)
+			return 17;
+	rdmashare_close(rs);
+	return 0;
+}
+
+FIXTURE(scale) {
+	int unused;
+};
+
+FIXTURE_SETUP(scale)
+{
+}
+
+FIXTURE_TEARDOWN(scale)
+{
+}
+
+TEST_F_TIMEOUT(scale, acs_4096, 600)
+{
+	struct sockaddr_in sin = addr_of(PORT);
+	unsigned char out[MSG], in[256];
+	struct rdmashare_setup p = {};
+	static int acs[NR_ACS];
+	struct rdmashare *rs;
+	double t0;
+	pid_t pid;
+	int i, r;
+
+	pid = rs_fork_ready(scale_server, PORT);
+	ASSERT_LT(0, pid);
+	rs = rs_open_with(&p);
+	ASSERT_NE(NULL, rs);
+	EXPECT_EQ(64, p.rx_slots);
+	EXPECT_EQ(1024, p.cq_entries);
+	EXPECT_LE(NR_ACS, p.max_acs);
+	t0 = rs_now();
+	for (i = 0; i < NR_ACS; i++) {
+		acs[i] = rdmashare_connect(rs, (struct sockaddr *)&sin, 30000);
+		ASSERT_LT(0, acs[i]) TH_LOG("AC %d: %s", i, strerror(-acs[i]));
+	}
+	TH_LOG("%d ACs open in %.1f s", NR_ACS, rs_now() - t0);
+	t0 = rs_now();
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < NR_ACS; i++) {
+			fill(out, i, r);
+			ASSERT_EQ(0, rdmashare_send(rs, acs[i], out, MSG)) TH_LOG("AC %d", i);
+		}
+		for (i = NR_ACS - 1; i >= 0; i--) {
+			ASSERT_EQ(MSG, rdmashare_recv(rs, acs[i], in, sizeof(in), 60000))
+				TH_LOG("round %d AC %d", r, i);
+			fill(out, i, r);
+			ASSERT_EQ(0, memcmp(out, in, MSG)) TH_LOG("round %d AC %d", r, i);
+		}
+	}
+	TH_LOG("%d messages echoed in %.1f s", NR_ACS * ROUNDS, rs_now() - t0);
+	rdmashare_close(rs);
+	EXPECT_EQ(0, rs_wait_child(pid));
+}
+
+/* ---- CLOSED completions beyond the CQ's room ---- */
+
+#define NR_SMALL	40
+
+struct small {
+	struct rdmashare *srv, *cli;
+	struct rdmashare_setup p;
+	void *rings;
+	unsigned int *sq_flags;
+	int acs[NR_SMALL];
+};
+
+/*
+ * A server file with a 16-entry CQ (4 slots, 8 SQEs) and NR_SMALL ACs from
+ * a client, whose file then closes: every server AC gets a CLOSED.
+ */
+static int small_setup(struct __test_metadata *_metadata, struct small *s, unsigned int port)
+{
+	struct sockaddr_in sin = addr_of(port);
+	int l, i, c;
+
+	s->p = (struct rdmashare_setup){ .sq_entries = 8, .cq_entries = 16, .rx_slots = 4 };
+	s->srv = rs_open_with(&s->p);
+	s->cli = rs_open_setup(1 << 20, 64);
+	if (!s->srv || !s->cli)
+		return -1;
+	/* The rings once more, to read the SQ flags. */
+	s->rings = mmap(NULL, s->p.rings_size, PROT_READ, MAP_SHARED, rdmashare_fd(s->srv),
+			RDMASHARE_OFF_RINGS);
+	if (s->rings == MAP_FAILED)
+		return -2;
+	s->sq_flags = (unsigned int *)((char *)s->rings + s->p.sq_off.flags);
+	l = rdmashare_listen(s->srv, port, NR_SMALL);
+	if (l < 0)
+		return -3;
+	for (i = 0; i < NR_SMALL; i++) {
+		c = rdmashare_connect(s->cli, (struct sockaddr *)&sin, 20000);
+		s->acs[i] = rdmashare_accept(s->srv, l, 20000);
+		if (c < 0 || s->acs[i] < 0)
+			return -4;
+	}
+	rdmashare_close(s->cli);
+	s->cli = NULL;
+	/* The CQ takes 12 (16, less 4 kept for RECVs into free slots): more wait. */
+	for (i = 0; i < 200 && !(__atomic_load_n(s->sq_flags, __ATOMIC_ACQUIRE) &
+				 RDMASHARE_SQ_CQ_OVERFLOW); i++)
+		usleep(50000);
+	return __atomic_load_n(s->sq_flags, __ATOMIC_ACQUIRE) & RDMASHARE_SQ_CQ_OVERFLOW ? 0 : -5;
+}
+
+static int small_index(struct small *s, __u32 ac)
+{
+	int i;
+
+	for (i = 0; i < NR_SMALL; i++)
+		if ((__u32)s->acs[i] == ac)
+			return i;
+	return -1;
+}
+
+TEST_F_TIMEOUT(scale, closed_overflow, 120)
+{
+	struct rdmashare_cqe *cqe;
+	int seen[NR_SMALL] = {}, got = 0, i, first = 0;
+	struct small s = {};
+
+	ASSERT_EQ(0, small_setup(_metadata, &s, PORT + 1));
+	/* What is in the CQ now, without ENTER: fewer than all. */
+	while (!rdmashare_peek_cqe(s.srv, &cqe)) {
+		ASSERT_EQ(RDMASHARE_CQE_CLOSED, cqe->type);
+		i = small_index(&s, cqe->ac);
+		ASSERT_LE(0, i);
+		seen[i]++;
+		first++;
+		rdmashare_cqe_seen(s.srv, cqe);
+	}
+	TH_LOG("%d CLOSED in the CQ at first, %d waited", first, NR_SMALL - first);
+	EXPECT_GT(NR_SMALL, first);
+	/* ENTERs (waits) bring the rest, each AC's once. */
+	for (got = first; got < NR_SMALL; got++) {
+		ASSERT_EQ(0, rdmashare_wait_cqe(s.srv, &cqe, 5000)) TH_LOG("%d of %d", got, NR_SMALL);
+		ASSERT_EQ(RDMASHARE_CQE_CLOSED, cqe->type);
+		EXPECT_EQ(0, cqe->res);
+		i = small_index(&s, cqe->ac);
+		ASSERT_LE(0, i);
+		seen[i]++;
+		rdmashare_cqe_seen(s.srv, cqe);
+	}
+	for (i = 0; i < NR_SMALL; i++) {
+		EXPECT_EQ(1, seen[i]) TH_LOG("AC %d", s.acs[i]);
+	}
+	EXPECT_NE(0, rdmashare_wait_cqe(s.srv, &cqe, 500));
+	EXPECT_EQ(0, *s.sq_flags & RDMASHARE_SQ_CQ_OVERFLOW);
+	/* The ids are still the application's: CLOSE frees them. */
+	for (i = 0; i < NR_SMALL; i++)
+		EXPECT_EQ(0, rdmashare_close_ac(s.srv, s.acs[i]));
+	munmap(s.rings, s.p.rings_size);
+	rdmashare_close(s.srv);
+}
+
+TEST_F_TIMEOUT(scale, closed_overflow_cancelled, 120)
+{
+	int closed[NR_SMALL] = {}, done[NR_SMALL] = {}, order[NR_SMALL];
+	int ndone = 0, none = 0, i, next;
+	struct rdmashare_sqe *sqe;
+	struct rdmashare_cqe *cqe;
+	struct small s = {};
+	double end;
+
+	ASSERT_EQ(0, small_setup(_metadata, &s, PORT + 2));
+	/* What is in the CQ: those ACs are closed last. */
+	while (!rdmashare_peek_cqe(s.srv, &cqe)) {
+		i = small_index(&s, cqe->ac);
+		ASSERT_LE(0, i);
+		closed[i]++;
+		rdmashare_cqe_seen(s.srv, cqe);
+	}
+	for (i = 0, next = 0; i < NR_SMALL; i++)
+		if (!closed[i])
+			order[next++] = i;
+	for (i = 0; i < NR_SMALL; i++)
+		if (closed[i])
+			order[next++] = i;
+	/* CLOSE every AC, a few at a time (the SQ has 8 entries). */
+	for (next = 0, end = rs_now() + 30; ndone < NR_SMALL; ) {
+		ASSERT_GT(end, rs_now());
+		while (next < NR_SMALL && (sqe = rdmashare_get_sqe(s.srv))) {
+			sqe->opcode = RDMASHARE_OP_CLOSE;
+			sqe->ac = s.acs[order[next]];
+			sqe->user_data = order[next++];
+		}
+		ASSERT_LE(0, rdmashare_submit(s.srv));
+		while (!rdmashare_peek_cqe(s.srv, &cqe)) {
+			i = small_index(&s, cqe->ac);
+			ASSERT_LE(0, i);
+			if (cqe->type == RDMASHARE_CQE_CLOSED) {
+				/* Never after the AC's CLOSE completed. */
+				EXPECT_EQ(0, done[i]) TH_LOG("AC %d", s.acs[i]);
+				closed[i]++;
+			} else {
+				ASSERT_EQ(RDMASHARE_CQE_OP, cqe->type);
+				EXPECT_EQ(RDMASHARE_OP_CLOSE, cqe->opcode);
+				EXPECT_EQ(0, cqe->res);
+				EXPECT_EQ(i, (int)cqe->user_data);
+				done[i]++;
+				ndone++;
+			}
+			rdmashare_cqe_seen(s.srv, cqe);
+		}
+		usleep(1000);
+	}
+	for (i = 0; i < NR_SMALL; i++) {
+		EXPECT_EQ(1, done[i]) TH_LOG("AC %d", s.acs[i]);
+		EXPECT_GE(1, closed[i]) TH_LOG("AC %d", s.acs[i]);
+		none += !closed[i];
+	}
+	/* The first CLOSEs found their AC's CLOSED waiting, and took it. */
+	TH_LOG("%d of %d ACs had no CLOSED", none, NR_SMALL);
+	EXPECT_LT(0, none);
+	/* Nothing for them comes after. */
+	EXPECT_NE(0, rdmashare_wait_cqe(s.srv, &cqe, 500));
+	EXPECT_EQ(0, *s.sq_flags & RDMASHARE_SQ_CQ_OVERFLOW);
+	munmap(s.rings, s.p.rings_size);
+	rdmashare_close(s.srv);
+}
+
+TEST_HARNESS_MAIN
