@@ -1182,6 +1182,7 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	slot->fid = ac->fid;
 	slot->conn = ac->id;
 	memcpy(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size, payload, m->len);
+	rs_qp_stat(ac->qp, RS_STAT_RX_COPIED, m->len);
 
 	ac->rx_off += m->len;
 	ac->rx_chunks++;

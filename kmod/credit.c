@@ -103,6 +103,8 @@ static bool rs_rx_grant(struct rs_ac *ac, u32 n, bool now)
 	if (owed)
 		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
 	spin_unlock(&qp->lock);
+	if (owed)
+		ac->rx_peer_wants = false;
 	return owed;
 }
 
@@ -189,8 +191,8 @@ bool rs_rx_take(struct rs_ac *ac)
 {
 	if (!ac->rx_reserved)
 		return false;
-	rs_rx_unlend(ac, 1);
 	ac->rx_held++;
+	rs_rx_unlend(ac, 1);
 	/* Its last credit: what is left is owed, not sent yet. */
 	ac->rx_full = ac->rx_reserved == READ_ONCE(ac->credits_out);
 	return true;
@@ -229,6 +231,9 @@ void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn)
 	} else {
 		rf->rx_unreserved++;
 		pooled = !list_empty(&rf->rx_wanting);
+		/* Its window shrinks: what it owes its waiting peer goes now. */
+		if (mine && ac->rx_peer_wants && !ac->rx_done)
+			push = rs_rx_grant(ac, 0, true);
 	}
 	spin_unlock_irq(&rf->rx_lock);
 	if (push)
@@ -242,8 +247,8 @@ void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn)
  * the AC that has lent its slots longest for its unused credits: any AC if
  * @ac has no window at all (so that it cannot wait forever), else only one
  * above its fair share.  Credits it owes and has not sent go back to the
- * pool at once, unless they are on their way (a CREDIT is queued: its peer
- * may wait for them).  That AC (a reference), or NULL.
+ * pool at once, unless they are on their way or its peer waits for them
+ * (a CREDIT is queued, or its WANT came).  That AC (a reference), or NULL.
  */
 static struct rs_ac *rs_rx_reclaim(struct rs_file *rf, struct rs_ac *ac)
 {
@@ -255,7 +260,8 @@ static struct rs_ac *rs_rx_reclaim(struct rs_file *rf, struct rs_ac *ac)
 		if (v == ac || v->rx_reclaim || (!any && rs_rx_window(v) <= rs_rx_fair(rf)))
 			continue;
 		spin_lock(&v->qp->lock);
-		owed = v->ctrl_pending & RS_CTRL_CREDIT ? 0 : v->credits_out;
+		owed = (v->ctrl_pending & RS_CTRL_CREDIT) || v->rx_peer_wants ?
+		       0 : v->credits_out;
 		v->credits_out -= owed;
 		if (v->rx_reserved > owed)
 			rs_ac_ctrl(v, RS_CTRL_RECLAIM);
@@ -277,15 +283,25 @@ void rs_rx_want(struct rs_ac *ac)
 {
 	struct rs_file *rf = ac->rf;
 	struct rs_ac *victim = NULL;
-	bool push = false, serve;
+	bool push = false, serve, shrinks;
 	u32 n;
 
 	spin_lock_irq(&rf->rx_lock);
 	if (ac->rx_done || !ac->rx_ondemand || !list_empty(&ac->rx_want_node)) {
 		/* Closed, not on demand, or queued already. */
-	} else if (ac->rx_reserved && READ_ONCE(ac->credits_out)) {
-		/* Owed credits go now. */
-		push = rs_rx_grant(ac, 0, true);
+	} else if (ac->rx_reserved) {
+		/*
+		 * Credits are on their way (the WANT crossed them), or owed:
+		 * its releases send those at half its window, unless the
+		 * window shrinks (others want slots, or it is above its
+		 * share) or nothing is left to release; then they go now.
+		 */
+		shrinks = !ac->rx_held || !list_empty(&rf->rx_wanting) ||
+			  rs_rx_window(ac) > rs_rx_fair(rf);
+		if (READ_ONCE(ac->credits_out) && shrinks)
+			push = rs_rx_grant(ac, 0, true);
+		else if (READ_ONCE(ac->credits_out))
+			ac->rx_peer_wants = true;
 	} else if (rf->rx_unreserved && list_empty(&rf->rx_wanting)) {
 		/* Up to its share, and at least one slot. */
 		n = rs_rx_fair(rf) > ac->rx_held ? rs_rx_fair(rf) - ac->rx_held : 1;

@@ -338,7 +338,7 @@ bool rs_cq_over_fits(struct rs_file *rf);
 u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);
 bool rs_sq_has_space(struct rs_file *rf);
-void rs_sq_poll(struct rs_file *rf);
+u32 rs_sq_poll(struct rs_file *rf);
 struct rs_send *rs_op_get(struct rs_file *rf);
 void rs_op_put(struct rs_file *rf, struct rs_send *op);
 

@@ -139,7 +139,7 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 	spin_unlock_irq(&qp->lock);
 
 	for (j = 0; j < nr_poll; j++) {
-		rs_sq_poll(poll[j]);
+		rs_qp_stat(qp, RS_STAT_SQ_POLLED, rs_sq_poll(poll[j]));
 		rs_file_put(poll[j]);
 	}
 }
@@ -398,12 +398,19 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	rec = rs_proto_rec_len(qp->version, p->m.len);
 	if (WARN_ON_ONCE(len < 0 || rec > room))
 		return len < 0 ? len : -ENOSPC;
-	if (p->m.type == RS_MSG_DATA)
+	if (p->m.type == RS_MSG_DATA) {
 		memcpy(dst + RS_HDR_LEN, p->src, p->m.len);
+		rs_qp_stat(qp, RS_STAT_TX_COPIED, p->m.len);
+	}
 	memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
 	tx->len += rec;
-	/* The peer may wait for it: not held back (rs_tx_may_post()). */
-	if (p->m.type != RS_MSG_DATA && p->m.type != RS_MSG_KEEPALIVE)
+	/*
+	 * The peer may wait for it: not held back (rs_tx_may_post()).  A
+	 * WANT alone is for this end's own stalled sender: it rides with
+	 * the next SEND, which goes once the one in flight completes.
+	 */
+	if (p->m.type != RS_MSG_DATA && p->m.type != RS_MSG_KEEPALIVE &&
+	    !(p->m.type == RS_MSG_CREDIT && p->m.flags == RS_F_WANT && !p->m.credits))
 		tx->urgent = true;
 	if (p->ac) {		/* not for a KEEPALIVE or a REJECT */
 		tx->items[tx->nr_items].ac = p->ac;
@@ -504,6 +511,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 		if (ret)
 			goto fail;
 		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
+		rs_qp_stat(qp, RS_STAT_TX_WIRE_BYTES, tx->len);
 		if (!--budget)
 			return true;
 	}

@@ -29,6 +29,10 @@ enum rs_stat {
 	RS_STAT_SRQ_RENEWALS,	/* SRQ made anew, every buffer posted (devices) */
 	RS_STAT_TX_SENDS,	/* SENDs (work requests) posted: records in batches */
 	RS_STAT_RX_SENDS,	/* SENDs received */
+	RS_STAT_TX_WIRE_BYTES,	/* bytes of the SENDs posted: their fill */
+	RS_STAT_TX_COPIED,	/* payload bytes the kernel copied to send them */
+	RS_STAT_RX_COPIED,	/* payload bytes the kernel copied into slots */
+	RS_STAT_SQ_POLLED,	/* SQEs a SEND's completion consumed: no ENTER */
 	RS_STAT_NR
 };
 

@@ -174,10 +174,14 @@ static int rs_sq_run(struct rs_file *rf, u32 to_submit)
  * A completion of one of @rf's operations on the wire: consume what the
  * application published since (RDMASHARE_SETUP_SQ_WAKEUP).  If another
  * consumer holds submit_lock, it is told to look again before it leaves
- * instead; nothing here waits.  Process context.
+ * instead; nothing here waits.  Process context.  Returns the SQEs it
+ * consumed.
  */
-void rs_sq_poll(struct rs_file *rf)
+u32 rs_sq_poll(struct rs_file *rf)
 {
+	u32 consumed = 0;
+	int n;
+
 	set_bit(RS_SQ_POLL_PENDING, &rf->sq_poll);
 	/* Pairs with the barrier after the holder's unlock. */
 	smp_mb__after_atomic();
@@ -186,14 +190,18 @@ void rs_sq_poll(struct rs_file *rf)
 		/* Cleared before looking at the SQ. */
 		smp_mb__after_atomic();
 		/* Once the file's release began, only it touches the ACs. */
-		if (!READ_ONCE(rf->closing))
-			rs_sq_run(rf, U32_MAX);
+		if (!READ_ONCE(rf->closing)) {
+			n = rs_sq_run(rf, U32_MAX);
+			if (n > 0)
+				consumed += n;
+		}
 		mutex_unlock(&rf->submit_lock);
 		/* Unlocked before looking at RS_SQ_POLL_PENDING. */
 		smp_mb();
 		if (!test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll))
-			return;
+			break;
 	}
+	return consumed;
 }
 
 static int rs_submit(struct rs_file *rf, u32 to_submit)

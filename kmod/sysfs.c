@@ -102,6 +102,10 @@ RS_STAT_ATTR(srq_low, RS_STAT_SRQ_LOW);
 RS_STAT_ATTR(srq_renewals, RS_STAT_SRQ_RENEWALS);
 RS_STAT_ATTR(tx_sends, RS_STAT_TX_SENDS);
 RS_STAT_ATTR(rx_sends, RS_STAT_RX_SENDS);
+RS_STAT_ATTR(tx_wire_bytes, RS_STAT_TX_WIRE_BYTES);
+RS_STAT_ATTR(tx_copied, RS_STAT_TX_COPIED);
+RS_STAT_ATTR(rx_copied, RS_STAT_RX_COPIED);
+RS_STAT_ATTR(sq_polled, RS_STAT_SQ_POLLED);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -122,6 +126,10 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_srq_renewals.attr,
 	&rs_stat_tx_sends.attr,
 	&rs_stat_rx_sends.attr,
+	&rs_stat_tx_wire_bytes.attr,
+	&rs_stat_tx_copied.attr,
+	&rs_stat_rx_copied.attr,
+	&rs_stat_sq_polled.attr,
 	NULL,
 };
 

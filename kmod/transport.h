@@ -303,7 +303,8 @@ enum rs_ac_state {
  * to this AC and not in use: credits the peer holds, and @credits_out),
  * @rx_held (slots holding its chunks), @rx_ondemand (its QP speaks version
  * 3: slots come and go with demand), @rx_active (counted in the file's
- * rx_active), @rx_full (the peer used every credit
+ * rx_active), @rx_peer_wants (its WANT came while credits were owed that
+ * its releases were to send), @rx_full (the peer used every credit
  * it had: the window may grow), @rx_reclaim (the peer was asked for unused
  * credits), @rx_want_node (in the file's FIFO of ACs whose peer wants
  * credits), @rx_lend_node (in the file's list of ACs with @rx_reserved),
@@ -355,6 +356,7 @@ struct rs_ac {
 	bool rx_ondemand;
 	bool rx_active;
 	bool rx_full;
+	bool rx_peer_wants;
 	bool rx_reclaim;
 	struct list_head rx_want_node;
 	struct list_head rx_lend_node;

@@ -11,7 +11,11 @@
  *    (RDMASHARE_SQ_CQ_OVERFLOW) and come, each once, as the CQ is reaped;
  *  - closed_overflow_cancelled: the same, but the application CLOSEs the
  *    ACs whose CLOSED waits: an AC's CLOSED comes before its CLOSE's
- *    completion or not at all, and some never come.
+ *    completion or not at all, and some never come;
+ *  - shared_window: 4 processes stream 64-byte messages on 2 ACs each to
+ *    one file with 4 slots per AC that reads them in turn, as
+ *    "rs-stream -a 8 -P 4" does (it stalled once: a WANT that came while
+ *    credits were owed was dropped, and the window then shrank).
  */
 #include <arpa/inet.h>
 #include <sys/mman.h>
@@ -139,6 +143,80 @@ TEST_F_TIMEOUT(scale, acs_4096, 600)
 	TH_LOG("%d messages echoed in %.1f s", NR_ACS * ROUNDS, rs_now() - t0);
 	rdmashare_close(rs);
 	EXPECT_EQ(0, rs_wait_child(pid));
+}
+
+/* ---- one file's slots shared by ACs that stream ---- */
+
+#define SW_PROCS	4
+#define SW_ACS		2
+#define SW_MSGS		600
+
+static int sw_client(int ready_fd, unsigned int port)
+{
+	struct rdmashare_setup p = { .flags = RDMASHARE_SETUP_SQ_WAKEUP, .rx_slots = 8 };
+	struct sockaddr_in sin = addr_of(port);
+	unsigned char buf[MSG] = {};
+	struct rdmashare *rs;
+	int ac[SW_ACS], a, i;
+
+	rs = rs_open_with(&p);
+	if (!rs)
+		return 10;
+	for (a = 0; a < SW_ACS; a++) {
+		ac[a] = rdmashare_connect(rs, (struct sockaddr *)&sin, 20000);
+		if (ac[a] < 0)
+			return 11;
+	}
+	if (write(ready_fd, "r", 1) != 1)
+		return 12;
+	for (i = 0; i < SW_MSGS; i++) {
+		for (a = 0; a < SW_ACS; a++) {
+			memcpy(buf, &i, sizeof(i));
+			if (rdmashare_send(rs, ac[a], buf, MSG))
+				return 13;
+		}
+	}
+	if (rdmashare_flush(rs, 60000))
+		return 14;
+	rdmashare_close(rs);
+	return 0;
+}
+
+TEST_F_TIMEOUT(scale, shared_window, 240)
+{
+	struct rdmashare_setup p = { .flags = RDMASHARE_SETUP_SQ_WAKEUP,
+				     .rx_slots = 4 * SW_PROCS * SW_ACS };
+	int acs[SW_PROCS * SW_ACS], seq[SW_PROCS * SW_ACS] = {}, l, i, k;
+	pid_t pids[SW_PROCS];
+	unsigned char buf[MSG];
+	struct rdmashare *rs;
+	double t0;
+
+	rs = rs_open_with(&p);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT + 3, SW_PROCS * SW_ACS);
+	ASSERT_LT(0, l);
+	for (i = 0; i < SW_PROCS; i++) {
+		pids[i] = rs_fork_ready(sw_client, PORT + 3);
+		ASSERT_LT(0, pids[i]);
+	}
+	for (i = 0; i < SW_PROCS * SW_ACS; i++) {
+		acs[i] = rdmashare_accept(rs, l, 20000);
+		ASSERT_LT(0, acs[i]);
+	}
+	t0 = rs_now();
+	for (k = 0; k < SW_MSGS; k++) {
+		for (i = 0; i < SW_PROCS * SW_ACS; i++) {
+			ASSERT_EQ(MSG, rdmashare_recv(rs, acs[i], buf, sizeof(buf), 30000))
+				TH_LOG("message %d of AC %d", k, i);
+			ASSERT_EQ(0, memcmp(buf, &seq[i], sizeof(seq[i])));
+			seq[i]++;
+		}
+	}
+	TH_LOG("%d messages in %.1f s", SW_MSGS * SW_PROCS * SW_ACS, rs_now() - t0);
+	for (i = 0; i < SW_PROCS; i++)
+		EXPECT_EQ(0, rs_wait_child(pids[i]));
+	rdmashare_close(rs);
 }
 
 /* ---- CLOSED completions beyond the CQ's room ---- */

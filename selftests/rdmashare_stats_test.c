@@ -13,7 +13,9 @@
  *    its ACs, their weights and counters; another user cannot read it;
  *  - sysfs: the device's and the peer's counters move by exactly the
  *    messages, bytes and chunks sent (the host talks to itself, so it sends
- *    and receives each one), their QP and AC gauges follow, and the peer's
+ *    and receives each one), the kernel copied each payload byte once each
+ *    way, the SENDs' bytes cover the records and no SEND is larger than a
+ *    receive buffer, their QP and AC gauges follow, and the peer's
  *    directory goes with its last QP;
  *  - verbs: "rdma resource show" names rdmashare as the owner of its QPs
  *    (one CQ each), its PD, its SRQ and its cm_ids;
@@ -352,6 +354,7 @@ TEST_F_TIMEOUT(st, verbs_owner, 120)
 /* The counters of one sysfs object (a device's or a peer's directory). */
 struct counters {
 	long tx_msgs, tx_bytes, tx_chunks, rx_msgs, rx_bytes, rx_chunks, qps_up;
+	long tx_sends, tx_wire_bytes, tx_copied, rx_copied;
 };
 
 static int read_counters(const char *dir, struct counters *c)
@@ -371,6 +374,10 @@ static int read_counters(const char *dir, struct counters *c)
 	RD(rx_bytes);
 	RD(rx_chunks);
 	RD(qps_up);
+	RD(tx_sends);
+	RD(tx_wire_bytes);
+	RD(tx_copied);
+	RD(rx_copied);
 #undef RD
 	return 0;
 }
@@ -437,6 +444,18 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 	EXPECT_EQ(8, d1.tx_msgs - d0.tx_msgs);
 	EXPECT_EQ(bytes, d1.tx_bytes - d0.tx_bytes);
 	EXPECT_EQ(chunks, d1.rx_chunks - d0.rx_chunks);
+	/* Every payload byte copied once each way, until zero copy. */
+	EXPECT_EQ(bytes, p1.tx_copied - p0.tx_copied);
+	EXPECT_EQ(bytes, p1.rx_copied - p0.rx_copied);
+	EXPECT_EQ(bytes, d1.tx_copied - d0.tx_copied);
+	/*
+	 * The SENDs carried the payload, a header per record and padding,
+	 * none more than a receive buffer (a header and the largest chunk).
+	 */
+	EXPECT_LE(bytes + 32 * chunks, p1.tx_wire_bytes - p0.tx_wire_bytes);
+	EXPECT_GE((p1.tx_sends - p0.tx_sends) *
+		  (read_long("/sys/module/rdmashare/parameters/max_chunk_size") + 32),
+		  p1.tx_wire_bytes - p0.tx_wire_bytes);
 	EXPECT_EQ(2, d1.qps_up - d0.qps_up);
 	EXPECT_LT(0, read_in(dev, "stats/srq_refills"));
 	EXPECT_GT(0, read_in(peer, "stats/srq_refills"));	/* devices only */

@@ -51,8 +51,10 @@ static struct rdmashare *open_rs(size_t data, unsigned int slots)
 }
 
 /*
- * Receive slots for every AC's credit window: the module sets credits_per_ac
- * slots aside per AC (4 unless the administrator changed it).
+ * Receive slots: with a peer of protocol version 3 the file's slots are
+ * lent to its ACs as they receive, each AC's window growing to its share, so
+ * the module's default (64) serves any number of ACs; a peer of version 1 or
+ * 2 sets credits_per_ac slots aside per AC, so there are at least that many.
  */
 static unsigned int ac_slots(unsigned int nacs)
 {
@@ -66,6 +68,8 @@ static unsigned int ac_slots(unsigned int nacs)
 		fclose(f);
 	}
 	n = (unsigned long long)nacs * per_ac;
+	if (n < 64)
+		n = 64;
 	return n > 4096 ? 4096 : n;
 }
 
