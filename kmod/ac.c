@@ -931,7 +931,6 @@ static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *s
 	}
 	slot->fid = 0;
 	conn = slot->conn;
-	rs_cq_rx_freed(rf);
 	rf->rx_free[rf->nr_rx_free++] = idx;
 	spin_unlock_irq(&rf->rx_lock);
 

@@ -121,8 +121,6 @@ struct rs_rings {
  * @cq_overflow: completions that reserved no room and found none
  *	(struct rs_cq_over), in the order they came
  * @cq_dead: the file is released: such completions are dropped
- * @rx_in_use: receive slots that hold a chunk (RECV completions posted, the
- *	slot not given back yet)
  * @cq_wait: woken when a completion is posted
  * @rings_area: the pages of @rings, charged to the memory cgroup of SETUP's
  *	caller
@@ -183,7 +181,6 @@ struct rs_file {
 	struct list_head cq_overflow;
 	bool cq_dead;
 	struct rs_cq_limits cq_limits;
-	u32 rx_in_use;
 	wait_queue_head_t cq_wait;
 
 	struct rs_area rings_area;
@@ -329,7 +326,6 @@ bool rs_cq_reserve(struct rs_file *rf, enum rs_cq_kind kind);
 void rs_cq_unreserve(struct rs_file *rf, enum rs_cq_kind kind);
 u32 rs_cq_post(struct rs_file *rf, const struct rdmashare_cqe *cqe, enum rs_cq_kind kind);
 u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe);
-void rs_cq_rx_freed(struct rs_file *rf);
 bool rs_cq_post_over(struct rs_file *rf, struct rs_cq_over *o);
 void rs_cq_flush_over(struct rs_file *rf, struct list_head *done);
 bool rs_cq_cancel_over(struct rs_file *rf, struct rs_cq_over *o);

@@ -278,28 +278,37 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 }
 
 /*
- * Reserve a completion slot for @kind; false if there is none.  A CQ head
- * that user space moved where it cannot be reads as a full CQ.
+ * Room for one more completion, with the head and tail given and @reserved
+ * entries promised.  A CQ head that user space moved where it cannot be
+ * reads as a full CQ.
  *
- * Entries stay free for RECV completions, which never reserve, one for each
- * slot that holds no chunk: a slot's CQE is posted only for a chunk in that
- * slot, and a slot is given back only after its CQE was reaped (ac.c), so
- * there are never more unreaped RECV completions than slots in use, and a
- * RECV to come needs a free slot.  Reservations that wait on the peer
- * stay within @cq_limits (ring.h), so that some room is always left for
- * completions that do not.
+ * @rx_slots entries stay free for RECV completions, which never reserve: a
+ * slot's CQE is posted only for a chunk in that slot, and a slot is given
+ * back only after its CQE was reaped (ac.c), so there are never more
+ * unreaped RECV completions than slots.  (Not one per free slot: a slot
+ * given back after its CQE was reaped may bring a RECV again, while the
+ * entry that reaping freed may be reserved already.)
  */
-static bool rs_cq_room(struct rs_file *rf)
+static bool rs_cq_room_in(struct rs_file *rf, u32 head, u32 tail, u32 reserved)
 {
-	int free;
+	int free = rs_ring_free(head, tail, rf->cq_entries);
 
-	lockdep_assert_held(&rf->cq_lock);
-	/* Pairs with the application's store-release of the head it reaped. */
-	free = rs_ring_free(smp_load_acquire(&rf->rings->cq.head), rf->cq_tail,
-			    rf->cq_entries);
-	return free > 0 && (u32)free > rf->cq_reserved + rf->rx_slots - rf->rx_in_use;
+	return free > 0 && (u32)free > reserved + rf->rx_slots;
 }
 
+static bool rs_cq_room(struct rs_file *rf)
+{
+	lockdep_assert_held(&rf->cq_lock);
+	/* Pairs with the application's store-release of the head it reaped. */
+	return rs_cq_room_in(rf, smp_load_acquire(&rf->rings->cq.head), rf->cq_tail,
+			     rf->cq_reserved);
+}
+
+/*
+ * Reserve a completion slot for @kind; false if there is none.
+ * Reservations that wait on the peer stay within @cq_limits (ring.h), so
+ * that some room is always left for completions that do not.
+ */
 bool rs_cq_reserve(struct rs_file *rf, enum rs_cq_kind kind)
 {
 	unsigned long flags;
@@ -376,7 +385,6 @@ u32 rs_cq_post_rx(struct rs_file *rf, const struct rdmashare_cqe *cqe)
 	u32 idx;
 
 	spin_lock_irqsave(&rf->cq_lock, flags);
-	rf->rx_in_use++;
 	idx = rs_cq_write(rf, cqe);
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 	wake_up_interruptible_poll(&rf->cq_wait, EPOLLIN | EPOLLRDNORM);
@@ -443,14 +451,9 @@ void rs_cq_flush_over(struct rs_file *rf, struct list_head *done)
  */
 bool rs_cq_over_fits(struct rs_file *rf)
 {
-	int free;
-
-	if (list_empty_careful(&rf->cq_overflow))
-		return false;
-	free = rs_ring_free(READ_ONCE(rf->rings->cq.head), READ_ONCE(rf->cq_tail),
-			    rf->cq_entries);
-	return free > 0 &&
-	       (u32)free > READ_ONCE(rf->cq_reserved) + rf->rx_slots - READ_ONCE(rf->rx_in_use);
+	return !list_empty_careful(&rf->cq_overflow) &&
+	       rs_cq_room_in(rf, READ_ONCE(rf->rings->cq.head), READ_ONCE(rf->cq_tail),
+			     READ_ONCE(rf->cq_reserved));
 }
 
 /* Take @o off the overflow list: true if it waited there. */
@@ -482,19 +485,6 @@ void rs_cq_kill_over(struct rs_file *rf, struct list_head *left)
 	list_for_each_entry(o, &rf->cq_overflow, node)
 		o->queued = false;
 	list_splice_init(&rf->cq_overflow, left);
-	spin_unlock_irqrestore(&rf->cq_lock, flags);
-}
-
-/*
- * A slot is given back, before it can take a chunk again: a RECV may need
- * an entry once more (see rs_cq_reserve()).
- */
-void rs_cq_rx_freed(struct rs_file *rf)
-{
-	unsigned long flags;
-
-	spin_lock_irqsave(&rf->cq_lock, flags);
-	rf->rx_in_use--;
 	spin_unlock_irqrestore(&rf->cq_lock, flags);
 }
 

@@ -206,16 +206,23 @@ u32 rs_sq_poll(struct rs_file *rf)
 
 static int rs_submit(struct rs_file *rf, u32 to_submit)
 {
+	u32 more;
 	int n;
 
 	mutex_lock(&rf->submit_lock);
 	n = rs_sq_run(rf, to_submit);
 	mutex_unlock(&rf->submit_lock);
 	if (rf->sq_wakeup) {
-		/* A completion that found the lock taken left the SQ to us. */
+		/*
+		 * A completion that found the lock taken left the SQ to us:
+		 * what it would have consumed counts as this ENTER's.
+		 */
 		smp_mb();
-		if (test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll))
-			rs_sq_poll(rf);
+		if (test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll)) {
+			more = rs_sq_poll(rf);
+			if (n >= 0)
+				n += more;
+		}
 	}
 	return n;
 }

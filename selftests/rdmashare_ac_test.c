@@ -687,6 +687,8 @@ static int stall_reap(struct __test_metadata *_metadata, struct stall_end *e,
 static void stall_send(struct __test_metadata *_metadata, struct stall_end *e)
 {
 	struct rdmashare_sqe *sqe = rdmashare_get_sqe(e->rs);
+	double deadline;
+	int ret;
 	__u64 off = (e->sent % 64) * 64;
 
 	ASSERT_NE(NULL, sqe);
@@ -696,7 +698,16 @@ static void stall_send(struct __test_metadata *_metadata, struct stall_end *e)
 	sqe->addr = off;
 	sqe->len = 64;
 	sqe->user_data = e->sent++;
-	ASSERT_EQ(1, rdmashare_submit(e->rs)) TH_LOG("SEND %u stays in the SQ", e->sent - 1);
+	/*
+	 * No CQ room while the RECVs in it hold what is kept for RECVs
+	 * (rx_slots entries): reap them (their slots stay held) and submit
+	 * again.
+	 */
+	for (deadline = rs_now() + 10; !(ret = rdmashare_submit(e->rs)); ) {
+		ASSERT_GT(deadline, rs_now()) TH_LOG("SEND %u stays in the SQ", e->sent - 1);
+		stall_reap(_metadata, e, 10);
+	}
+	ASSERT_EQ(1, ret);
 }
 
 static void stall_release(struct __test_metadata *_metadata, struct stall_end *e)
@@ -716,11 +727,11 @@ static void stall_release(struct __test_metadata *_metadata, struct stall_end *e
 	}
 	e->to_release = 0;
 	/*
-	 * A RELEASE completes at once, in CQ room that the waiting SENDs do
-	 * not hold: 8 - 7 = 1 entry, and one more per slot that holds a chunk
-	 * (only a free slot can bring a RECV), so later ones may wait at the
-	 * SQ head until the first ones' CQEs are reaped.  All must go through
-	 * while the SENDs stay stalled (on 16cb06c none did).
+	 * A RELEASE completes at once, in CQ room that neither the RECVs
+	 * (8 entries) nor the waiting SENDs (7) hold: 16 - 8 - 7 = 1 entry,
+	 * so a second waits at the SQ head until the first one's CQE is
+	 * reaped.  All must go through while the SENDs stay stalled (on
+	 * 16cb06c none did).
 	 */
 	for (done = 0, deadline = rs_now() + 20; done < n; ) {
 		ret = rdmashare_submit(e->rs);
