@@ -74,6 +74,7 @@ struct rs_file *rs_file_alloc(void)
 	spin_lock_init(&rf->rx_lock);
 	INIT_LIST_HEAD(&rf->rx_wanting);
 	INIT_LIST_HEAD(&rf->rx_lenders);
+	INIT_LIST_HEAD(&rf->dma_maps);
 	return rf;
 }
 
@@ -82,6 +83,7 @@ static void rs_file_free(struct kref *ref)
 	struct rs_file *rf = container_of(ref, struct rs_file, ref);
 
 	rs_actable_destroy(&rf->acs);
+	rs_dma_maps_free(rf);
 	rs_rings_free(rf);
 	mem_cgroup_put(rf->memcg);
 	rs_user_put(rf->owner);
@@ -774,7 +776,9 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 /* SEND, SHUTDOWN, or CLOSE of an open AC: queued for the sender. */
 static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 {
+	const struct rs_dma_map *map = NULL;
 	struct rs_file *rf = ac->rf;
+	struct rs_device *rdev;
 	bool dup_close;
 	struct rs_send *op;
 	int err = 0;
@@ -793,8 +797,20 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	op->user_data = sqe->user_data;
 	op->addr = sqe->addr;
 	op->len = sqe->len;
+	/*
+	 * Its chunks over pullup_max go from the data area in place, once it
+	 * is mapped for the device (sender.c); without a mapping, copied.
+	 */
+	if (op->opcode == RDMASHARE_OP_SEND && !ac->tx_map &&
+	    op->len > READ_ONCE(rs_pullup_max)) {
+		rdev = READ_ONCE(ac->qp->rdev);
+		if (rdev)
+			map = rs_dma_map_get(rf, rdev);
+	}
 
 	spin_lock_irq(&ac->qp->lock);
+	if (map)
+		ac->tx_map = map;
 	dup_close = ac->close_queued;
 	if (ac->peer_closed)
 		err = -EPIPE;

@@ -429,7 +429,8 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	attr.recv_cq = qp->cq;
 	attr.srq = qp->rdev->srq;
 	attr.cap.max_send_wr = qp->send_depth + 1;
-	attr.cap.max_send_sge = 1;
+	/* Chunks sent in place take a page each (sender.c). */
+	attr.cap.max_send_sge = min_t(u32, RS_TX_MAX_SGE, ibdev->attrs.max_send_sge);
 	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
 	attr.qp_type = IB_QPT_RC;
 	qp->qp = ib_create_qp(qp->rdev->pd, &attr);
@@ -439,6 +440,7 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 		goto out_tx_free;
 	}
 	qp->qp_num = qp->qp->qp_num;
+	qp->max_send_sge = min_t(u32, attr.cap.max_send_sge, RS_TX_MAX_SGE);
 	ret = rs_qp_modify(qp, IB_QPS_INIT);
 	if (ret)
 		goto out_destroy_qp;

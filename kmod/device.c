@@ -294,6 +294,7 @@ static int rs_ib_add(struct ib_device *ibdev)
 	}
 	rdev->ibdev = ibdev;
 	INIT_LIST_HEAD(&rdev->list);
+	INIT_LIST_HEAD(&rdev->dma_maps);
 	atomic_set(&rdev->nr_qps, 0);
 	rs_sysfs_init_device(rdev);
 
@@ -352,6 +353,7 @@ static void rs_ib_remove(struct ib_device *ibdev, void *client_data)
 	rdev->removing = true;
 	mutex_unlock(&rs_peers_lock);
 	rs_qps_down_device(rdev);
+	rs_dma_maps_device_gone(rdev);
 	rs_park_exit(rdev);
 	rs_sysfs_del_device(rdev);
 	rs_srq_destroy(rdev);

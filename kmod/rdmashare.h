@@ -42,6 +42,9 @@ struct rs_rx_buf;
  *	under rs_peers_lock
  * @park: rdma_cm ids of QPs that went down while their port was down
  *	(park.c)
+ * @dma_maps: files' data areas mapped for the device (rs_dma_map.dev_node,
+ *	memreg.c)
+ * @dma_maps_gone: the device goes: no more mappings
  */
 struct rs_park;
 
@@ -61,6 +64,8 @@ struct rs_device {
 	bool removing;
 	struct rs_stats stats;
 	struct rs_park *park;
+	struct list_head dma_maps;
+	bool dma_maps_gone;
 };
 
 /**
@@ -151,6 +156,8 @@ struct rs_rings {
  * @slots: state of each slot
  * @rx_free: free slots, a stack of indices; @nr_rx_free entries
  * @map_size: bytes of @data: the application's part, then the slots
+ * @dma_maps: @data mapped for each device its ACs sent large chunks on
+ *	(rs_dma_map.file_node, memreg.c)
  * @ops: the operations that wait on the peer, as many as the CQ lets wait
  *	(@cq_limits.waiting), allocated once at SETUP
  * @op_free: the free ones; taken only under @submit_lock, given back from
@@ -213,6 +220,7 @@ struct rs_file {
 	u32 *rx_free;
 	u32 nr_rx_free;
 	size_t map_size;
+	struct list_head dma_maps;
 
 	struct rs_send *ops;
 	struct llist_head op_free;
@@ -277,6 +285,7 @@ extern const struct attribute_group rs_tunables_group;
 extern unsigned int rs_sched_quantum;
 extern unsigned int rs_tx_chunk;
 extern unsigned int rs_coalesce_max;
+extern unsigned int rs_pullup_max;
 extern unsigned int rs_autocork;
 extern unsigned int rs_inflight_max;
 extern unsigned int rs_split;

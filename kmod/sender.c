@@ -10,7 +10,10 @@
  * ran out.  Each round takes, under the QP's lock, one unit of work in this
  * order: a REJECT owed to a peer, a control message of an AC, then the next
  * chunk of the AC the scheduler picks, and appends it to the SEND being
- * built, the payload copied into its registered TX buffer outside the lock.
+ * built, the payload copied into its registered TX buffer outside the lock,
+ * or, for a chunk over pullup_max, read by the device from the data area
+ * itself (zero copy: a SEND of its own, the header and padding from the TX
+ * buffer and an SGE per page of payload, memreg.c).
  * With protocol version 2 a SEND takes unit after unit while the next fits
  * in the peer's receive buffer (and RS_TX_BATCH_MAX records): the scheduler
  * decides exactly as it would for one SEND per unit, only the packing
@@ -170,7 +173,9 @@ static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 /* What one round of the sender decided to send, taken under the lock. */
 struct rs_tx_plan {
 	struct rs_proto_msg m;
-	const void *src;		/* DATA payload */
+	const void *src;		/* DATA payload to copy, or */
+	const struct rs_dma_map *zc_map;	/* one to send in place, */
+	u64 zc_off;			/* from here in the data area */
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
 };
@@ -183,18 +188,38 @@ enum rs_plan_res {
 };
 
 /*
+ * Called with qp->lock held: does a chunk of @len bytes at @off of @ac's
+ * data area go in place (zero copy)?  If it is larger than pullup_max, the
+ * area is mapped for the QP's device, and the SEND can take its SGEs: the
+ * header, one per page of payload, the padding.
+ */
+static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
+{
+	u32 sges;
+
+	if (!ac->tx_map || len <= READ_ONCE(rs_pullup_max))
+		return false;
+	sges = 1 + DIV_ROUND_UP(offset_in_page(off) + len, PAGE_SIZE);
+	if (rs_proto_rec_len(qp->version, len) > RS_HDR_LEN + len)
+		sges++;
+	return sges <= qp->max_send_sge;
+}
+
+/*
  * Called with qp->lock held: the next unit to send, if it takes at most
- * @room bytes of the SEND and is not a chunk of more than @join_max bytes.
- * A unit that does not fit stays first in line (RS_PLAN_FULL): nothing
- * changed but what the scheduler would have done anyway on the way to it.
+ * @room bytes of the SEND and, unless the SEND is @empty, is not a chunk of
+ * more than @join_max bytes nor one that goes in place.  A unit that does
+ * not fit stays first in line (RS_PLAN_FULL): nothing changed but what the
+ * scheduler would have done anyway on the way to it.
  */
 static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room,
-				u32 join_max)
+				bool empty, u32 join_max)
 {
 	struct rs_ac *ac, *hol = qp->hol_ac;
 	struct rs_sched_entity *se;
 	struct rs_reject *rej;
 	struct rs_send *op;
+	bool zc = false;
 	u32 len = 0;
 
 	memset(p, 0, sizeof(*p));
@@ -302,7 +327,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
 	if (op->opcode == RDMASHARE_OP_SEND) {
 		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
-		if (rs_proto_rec_len(qp->version, len) > room || len > join_max) {
+		zc = rs_tx_in_place(qp, ac, op->addr + op->sent, len);
+		if (rs_proto_rec_len(qp->version, len) > room ||
+		    (!empty && (len > join_max || zc))) {
 			qp->hol_ac = hol;
 			return RS_PLAN_FULL;
 		}
@@ -332,7 +359,12 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 		p->m.len = len;
 		if (!op->sent)
 			p->m.flags |= RS_F_FIRST;
-		p->src = ac->rf->data + op->addr + op->sent;
+		if (zc) {
+			p->zc_map = ac->tx_map;
+			p->zc_off = op->addr + op->sent;
+		} else {
+			p->src = ac->rf->data + op->addr + op->sent;
+		}
 		op->sent += len;
 		if (op->sent == op->len) {
 			p->m.flags |= RS_F_LAST;
@@ -354,22 +386,44 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 	return RS_PLAN_UNIT;
 }
 
-static int rs_post(struct rs_qp *qp, struct rs_tx *tx, u32 len)
+/*
+ * Post @tx's SEND: its buffer, or for a chunk in place the header from the
+ * buffer, the payload's pages, the padding from the buffer (zeroes).
+ */
+static int rs_post(struct rs_qp *qp, struct rs_tx *tx)
 {
-	struct ib_sge sge = {
-		.addr = tx->dma,
-		.length = len,
-		.lkey = qp->rdev->pd->local_dma_lkey,
-	};
+	u32 lkey = qp->rdev->pd->local_dma_lkey, buf_len = tx->len, pad, n;
+	struct ib_sge sge[RS_TX_MAX_SGE];
 	struct ib_send_wr wr = {
 		.wr_cqe = &tx->cqe,
-		.sg_list = &sge,
-		.num_sge = 1,
+		.sg_list = sge,
 		.opcode = IB_WR_SEND,
 		.send_flags = IB_SEND_SIGNALED,
 	};
 
-	ib_dma_sync_single_for_device(qp->rdev->ibdev, tx->dma, len, DMA_TO_DEVICE);
+	if (tx->zc_map) {
+		pad = tx->len - RS_HDR_LEN - tx->zc_len;
+		buf_len = RS_HDR_LEN + pad;
+	}
+	sge[0].addr = tx->dma;
+	sge[0].length = tx->zc_map ? RS_HDR_LEN : buf_len;
+	sge[0].lkey = lkey;
+	n = 1;
+	ib_dma_sync_single_for_device(qp->rdev->ibdev, tx->dma, buf_len, DMA_TO_DEVICE);
+	if (tx->zc_map) {
+		/* rs_tx_in_place() counted them. */
+		n += rs_dma_map_sges(tx->zc_map, lkey, tx->zc_off, tx->zc_len, sge + 1,
+				     qp->max_send_sge - 1 - !!pad);
+		if (WARN_ON_ONCE(n == 1))
+			return -EINVAL;
+		if (pad) {
+			sge[n].addr = tx->dma + RS_HDR_LEN;
+			sge[n].length = pad;
+			sge[n].lkey = lkey;
+			n++;
+		}
+	}
+	wr.num_sge = n;
 	return ib_post_send(qp->qp, &wr, NULL);
 }
 
@@ -385,8 +439,9 @@ static size_t rs_tx_room(struct rs_qp *qp)
 
 /*
  * Append @p's record to @tx (rs_plan() made sure it fits): the header, a
- * DATA payload copied from the data area, the padding.  The record's AC (if
- * any) and operation stay with @tx until its SEND completes.
+ * DATA payload copied from the data area (unless it goes in place: then
+ * @tx is empty, and the payload is for rs_post()), the padding.  The
+ * record's AC (if any) and operation stay with @tx until its SEND completes.
  */
 static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan *p)
 {
@@ -398,11 +453,19 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	rec = rs_proto_rec_len(qp->version, p->m.len);
 	if (WARN_ON_ONCE(len < 0 || rec > room))
 		return len < 0 ? len : -ENOSPC;
-	if (p->m.type == RS_MSG_DATA) {
-		memcpy(dst + RS_HDR_LEN, p->src, p->m.len);
-		rs_qp_stat(qp, RS_STAT_TX_COPIED, p->m.len);
+	if (p->zc_map) {
+		/* The padding follows the header in the buffer. */
+		tx->zc_map = p->zc_map;
+		tx->zc_off = p->zc_off;
+		tx->zc_len = p->m.len;
+		memset(dst + RS_HDR_LEN, 0, rec - RS_HDR_LEN - p->m.len);
+	} else {
+		if (p->m.type == RS_MSG_DATA) {
+			memcpy(dst + RS_HDR_LEN, p->src, p->m.len);
+			rs_qp_stat(qp, RS_STAT_TX_COPIED, p->m.len);
+		}
+		memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
 	}
-	memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
 	tx->len += rec;
 	/*
 	 * The peer may wait for it: not held back (rs_tx_may_post()).  A
@@ -470,6 +533,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			tx->len = 0;
 			tx->closed = false;
 			tx->urgent = false;
+			tx->zc_map = NULL;
 			qp->tx_open = tx;
 		}
 		if (!tx->closed) {
@@ -479,14 +543,14 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			 * own.  Version 1: one unit per SEND.
 			 */
 			join_max = qp->version >= 2 ? READ_ONCE(rs_coalesce_max) : 0;
-			res = rs_plan(qp, &plan, rs_tx_room(qp) - tx->len,
-				      tx->len ? join_max : U32_MAX);
+			res = rs_plan(qp, &plan, rs_tx_room(qp) - tx->len, !tx->len,
+				      join_max);
 			if (res == RS_PLAN_UNIT) {
 				spin_unlock_irq(&qp->lock);
 				ret = rs_tx_add(qp, tx, &plan);
 				if (ret)
 					goto fail_plan;
-				if (!join_max || tx->nr_items == RS_TX_BATCH_MAX ||
+				if (!join_max || tx->nr_items == RS_TX_BATCH_MAX || plan.zc_map ||
 				    (plan.m.type == RS_MSG_DATA && plan.m.len > join_max))
 					tx->closed = true;
 				continue;
@@ -507,7 +571,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 		qp->tx_inflight_bytes += tx->len;
 		spin_unlock_irq(&qp->lock);
 
-		ret = rs_post(qp, tx, tx->len);
+		ret = rs_post(qp, tx);
 		if (ret)
 			goto fail;
 		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);

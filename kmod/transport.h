@@ -53,10 +53,36 @@ struct rs_tx_item {
 #define RS_TX_BATCH_MAX		64
 
 /*
+ * SGEs one SEND takes at most: the header, a payload in place (a page
+ * each), the padding.  With 4 KiB pages a 16 KiB chunk takes 5 pages; a
+ * chunk that needs more than the QP takes is copied.
+ */
+#define RS_TX_MAX_SGE		16
+
+/**
+ * struct rs_dma_map - a file's data area mapped for a device (memreg.c)
+ * @file_node: in rs_file.dma_maps
+ * @dev_node: in rs_device.dma_maps while @rdev is set
+ * @rdev: the device; NULL once it went (and the pages were unmapped)
+ * @dma: the DMA address of each page of the data area
+ * @nr_pages: pages mapped
+ */
+struct rs_dma_map {
+	struct list_head file_node;
+	struct list_head dev_node;
+	struct rs_device *rdev;
+	u64 *dma;
+	unsigned long nr_pages;
+};
+
+/*
  * A TX buffer and the SEND built in it: @len bytes of records so far;
  * @closed once nothing more may join (full, or a unit that goes alone);
  * @urgent once it holds a control record (credits, CONNECT, ACCEPT, CLOSE,
- * REJECT), which autocork does not hold back.
+ * REJECT), which autocork does not hold back.  A chunk sent in place (zero
+ * copy) goes alone: the buffer holds its header and padding, and the
+ * @zc_len bytes of payload are read from @zc_off of the data area through
+ * @zc_map; @len counts them all.
  */
 struct rs_tx {
 	struct ib_cqe cqe;
@@ -66,6 +92,9 @@ struct rs_tx {
 	u32 len;
 	bool closed;
 	bool urgent;
+	const struct rs_dma_map *zc_map;
+	u64 zc_off;
+	u32 zc_len;
 	u32 nr_items;
 	struct rs_tx_item items[RS_TX_BATCH_MAX];
 };
@@ -92,6 +121,8 @@ enum rs_qp_state {
  * @qp_num: its number, kept after it is destroyed
  * @cq: completions of its sends and of the receives it took from the SRQ
  * @cq_size: entries of @cq
+ * @send_depth: SENDs in flight at most (the send queue, less the drain WR)
+ * @max_send_sge: SGEs a SEND may take (RS_TX_MAX_SGE at most)
  * @active: this host initiated the connection
  * @version: the protocol version negotiated with the peer (proto.h), set
  *	before the QP can receive
@@ -145,6 +176,7 @@ struct rs_qp {
 	struct ib_cq *cq;
 	u32 cq_size;
 	u32 send_depth;
+	u32 max_send_sge;
 	bool active;
 	u8 version;
 	u32 peer_rx_size;
@@ -285,6 +317,9 @@ enum rs_ac_state {
  *	@rf->ac_lock; see rs_ac_take_cqe()
  * @closed: its CLOSED completion, while it waits for CQ room (rings.c)
  * @closed_free_id: the id is freed once @closed is in the CQ
+ * @tx_map: its file's data area as its QP's device sees it, once a SEND
+ *	large enough to go in place was queued (memreg.c); set under the QP's
+ *	lock, never changes after
  *
  * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
  * @credit_stalls (times it came to have data and no credit) under
@@ -350,6 +385,7 @@ struct rs_ac {
 	bool closed_free_id;
 	bool want_sent;
 	bool give_back;
+	const struct rs_dma_map *tx_map;
 
 	u32 rx_reserved;
 	u32 rx_held;
@@ -457,6 +493,13 @@ void rs_qp_sched_changed(struct rs_qp *qp);
 void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare);
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);
 void rs_qps_down_device(struct rs_device *rdev);
+
+/* memreg.c */
+struct rs_dma_map *rs_dma_map_get(struct rs_file *rf, struct rs_device *rdev);
+void rs_dma_maps_free(struct rs_file *rf);
+void rs_dma_maps_device_gone(struct rs_device *rdev);
+u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
+		    struct ib_sge *sge, u32 max);
 
 /* debugfs.c */
 void rs_debugfs_init(void);

@@ -33,6 +33,8 @@ bool rs_sched_flat;
 unsigned int rs_tx_chunk;		/* rs_tunables_init() */
 /* Chunks up to this size share a SEND with other records; 0: never. */
 unsigned int rs_coalesce_max = 4096;
+/* Chunks up to this size are copied to a TX buffer, larger ones sent in place. */
+unsigned int rs_pullup_max = 4096;
 /* While a SEND is in flight, let the next one fill up (sender.c). */
 unsigned int rs_autocork = 1;
 /* Bytes of SENDs in flight per QP past which no more are posted. */
@@ -163,6 +165,7 @@ RS_TUNABLE(sched_latency_quantum, rs_sched_latency_quantum, RS_SCHED_QUANTUM_MIN
 RS_TUNABLE_CHECKED(chunk_size, rs_tx_chunk, 64, RS_PROTO_MAX_CHUNK, rs_tx_chunk_ok, NULL);
 RS_TUNABLE(split, rs_split, 0, 1, rs_qps_sched_changed);
 RS_TUNABLE(coalesce_max, rs_coalesce_max, 0, RS_PROTO_MAX_CHUNK, NULL);
+RS_TUNABLE(pullup_max, rs_pullup_max, 0, RS_PROTO_MAX_CHUNK, NULL);
 /* Apply to the next SEND the sender posts. */
 RS_TUNABLE(autocork, rs_autocork, 0, 1, NULL);
 RS_TUNABLE(inflight_max, rs_inflight_max, 1, SZ_1G, NULL);
@@ -219,6 +222,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_chunk_size.attr.attr,
 	&rs_tunable_split.attr.attr,
 	&rs_tunable_coalesce_max.attr.attr,
+	&rs_tunable_pullup_max.attr.attr,
 	&rs_tunable_autocork.attr.attr,
 	&rs_tunable_inflight_max.attr.attr,
 	&rs_tunable_credits_per_ac.attr.attr,

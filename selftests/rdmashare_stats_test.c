@@ -14,7 +14,8 @@
  *  - sysfs: the device's and the peer's counters move by exactly the
  *    messages, bytes and chunks sent (the host talks to itself, so it sends
  *    and receives each one), the kernel copied each payload byte once each
- *    way, the SENDs' bytes cover the records and no SEND is larger than a
+ *    way (with pullup_max 1 MiB), the SENDs' bytes cover the records and no
+ *    SEND is larger than a
  *    receive buffer, their QP and AC gauges follow, and the peer's
  *    directory goes with its last QP;
  *  - verbs: "rdma resource show" names rdmashare as the owner of its QPs
@@ -26,7 +27,12 @@
  *  - autocork: with credits to spare, messages sent one system call each
  *    still share SENDs while one is in flight (autocork 1), go one to a
  *    SEND without it (autocork 0), and share again when inflight_max lets
- *    only one SEND fly; the tunables refuse values out of range.
+ *    only one SEND fly; the tunables refuse values out of range;
+ *  - zero copy: with pullup_max 4096 the chunks over 4096 bytes go from the
+ *    data area itself, page aligned or not, padded or not, from a receive
+ *    slot too (an echo), and only the others are copied (tx_copied); with
+ *    pullup_max 1 MiB all are copied again; every byte arrives intact; a
+ *    value over 1 MiB is EINVAL.
  */
 #include <arpa/inet.h>
 
@@ -77,6 +83,7 @@ FIXTURE(st) {
 	char coalesce[32];
 	char autocork[32];
 	char inflight[32];
+	char pullup[32];
 };
 
 FIXTURE_SETUP(st)
@@ -93,6 +100,8 @@ FIXTURE_SETUP(st)
 				  sizeof(self->autocork)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/inflight_max", self->inflight,
 				  sizeof(self->inflight)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/pullup_max", self->pullup,
+				  sizeof(self->pullup)));
 }
 
 FIXTURE_TEARDOWN(st)
@@ -103,6 +112,7 @@ FIXTURE_TEARDOWN(st)
 	rs_write_file(RS_SYSFS "/coalesce_max", self->coalesce);
 	rs_write_file(RS_SYSFS "/autocork", self->autocork);
 	rs_write_file(RS_SYSFS "/inflight_max", self->inflight);
+	rs_write_file(RS_SYSFS "/pullup_max", self->pullup);
 }
 
 TEST_F_TIMEOUT(st, counts, 120)
@@ -410,6 +420,7 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/idle_timeout_ms", "100"));
 	ASSERT_EQ(0, rs_wait_qps(0, 30));
 	EXPECT_FALSE(rs_path_exists(peer));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "1048576"));
 	ASSERT_EQ(0, read_counters(dev, &d0));
 
 	ASSERT_LE(0, pair(self->c, self->s, PORT + 4, &cac, &sac));
@@ -444,7 +455,7 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 	EXPECT_EQ(8, d1.tx_msgs - d0.tx_msgs);
 	EXPECT_EQ(bytes, d1.tx_bytes - d0.tx_bytes);
 	EXPECT_EQ(chunks, d1.rx_chunks - d0.rx_chunks);
-	/* Every payload byte copied once each way, until zero copy. */
+	/* Every payload byte copied once each way: no chunk goes in place. */
 	EXPECT_EQ(bytes, p1.tx_copied - p0.tx_copied);
 	EXPECT_EQ(bytes, p1.rx_copied - p0.rx_copied);
 	EXPECT_EQ(bytes, d1.tx_copied - d0.tx_copied);
@@ -613,6 +624,149 @@ TEST_F_TIMEOUT(st, autocork, 240)
 	EXPECT_GT(on, off);
 	rdmashare_close(c);
 	rdmashare_close(s);
+}
+
+static void fill_at(unsigned char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9));
+}
+
+/* Bytes the sender copies of a @len message: its chunks up to @pullup. */
+static long copied_of(long len, long chunk, long pullup)
+{
+	long copied = 0, part;
+
+	for (; len > 0; len -= part) {
+		part = len < chunk ? len : chunk;
+		if (part <= pullup)
+			copied += part;
+	}
+	return copied;
+}
+
+/* SEND @len bytes at @off of @c's data area on @ac, and wait for it. */
+static int send_at(struct rdmashare *c, int ac, size_t off, __u32 len, __u64 tag)
+{
+	struct rdmashare_sqe *sqe = rdmashare_get_sqe(c);
+	int ret;
+
+	if (!sqe)
+		return -EBUSY;
+	sqe->opcode = RDMASHARE_OP_SEND;
+	sqe->ac = ac;
+	sqe->addr = off;
+	sqe->len = len;
+	sqe->user_data = tag;
+	ret = rdmashare_submit(c);
+	if (ret < 0)
+		return ret;
+	ret = rs_op_result(c, tag);
+	return ret == (int)len ? 0 : (ret < 0 ? ret : -EIO);
+}
+
+TEST_F_TIMEOUT(st, zero_copy, 180)
+{
+	static const struct { size_t off; __u32 len; } msgs[] = {
+		{ 1 << 20, 65536 },		/* page aligned, whole chunks */
+		{ (2 << 20) + 100, 40001 },	/* unaligned, padded */
+		{ (3 << 20) + 4095, 20000 },	/* its last chunk is copied */
+		{ (3 << 20) + 65536, 3000 },	/* copied */
+	};
+	long chunk = read_long(RS_SYSFS "/chunk_size"), want = 0, bytes = 0;
+	unsigned char *in = malloc(65536), *out = malloc(65536), *data;
+	struct rdmashare_cqe *cqe;
+	struct counters d0, d1;
+	__u64 slot[8];
+	__u32 got[8];
+	int cac, sac, i, n;
+	char dev[512];
+	size_t size;
+
+	ASSERT_NE(NULL, in);
+	ASSERT_NE(NULL, out);
+	ASSERT_LT(4096, chunk);
+	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev)));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/pullup_max", "1048577"));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/pullup_max", "-1"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "4096"));
+	ASSERT_LE(0, pair(self->c, self->s, PORT + 11, &cac, &sac));
+	data = rdmashare_data(self->c, &size);
+	ASSERT_NE(NULL, data);
+	ASSERT_LE((size_t)(4 << 20), size);
+
+	/* In place from the application's part of the data area. */
+	ASSERT_EQ(0, read_counters(dev, &d0));
+	for (i = 0; i < (int)(sizeof(msgs) / sizeof(msgs[0])); i++) {
+		fill_at(data + msgs[i].off, msgs[i].len, i);
+		ASSERT_EQ(0, send_at(self->c, cac, msgs[i].off, msgs[i].len, i + 1));
+		ASSERT_EQ((ssize_t)msgs[i].len, rdmashare_recv(self->s, sac, in, 65536, 10000));
+		fill_at(out, msgs[i].len, i);
+		ASSERT_EQ(0, memcmp(in, out, msgs[i].len)) TH_LOG("message %d", i);
+		want += copied_of(msgs[i].len, chunk, 4096);
+		bytes += msgs[i].len;
+	}
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	TH_LOG("pullup_max 4096: %ld of %ld bytes copied", d1.tx_copied - d0.tx_copied,
+	       d1.tx_bytes - d0.tx_bytes);
+	EXPECT_EQ(bytes, d1.tx_bytes - d0.tx_bytes);
+	EXPECT_EQ(want, d1.tx_copied - d0.tx_copied);
+	EXPECT_EQ(bytes, d1.rx_copied - d0.rx_copied);	/* received: copied */
+
+	/* An echo straight from the receive slots (raw CQ on the server). */
+	fill_at(data + msgs[1].off, msgs[1].len, 9);
+	ASSERT_EQ(0, send_at(self->c, cac, msgs[1].off, msgs[1].len, 9));
+	ASSERT_EQ(0, read_counters(dev, &d0));
+	for (n = 0, size = 0; size < msgs[1].len;) {
+		ASSERT_GT(8, n);
+		ASSERT_EQ(0, rdmashare_wait_cqe(self->s, &cqe, 10000));
+		/* The library's last RELEASEs complete too. */
+		if (cqe->type == RDMASHARE_CQE_RECV) {
+			ASSERT_EQ(sac, cqe->ac);
+			slot[n] = cqe->addr;
+			got[n] = cqe->res;
+			size += got[n++];
+		}
+		rdmashare_cqe_seen(self->s, cqe);
+	}
+	for (i = 0; i < n; i++)
+		ASSERT_EQ(0, send_at(self->s, sac, slot[i], got[i], 100 + i));
+	for (i = 0, size = 0; i < n; size += got[i++]) {
+		struct rdmashare_sqe *sqe;
+
+		ASSERT_EQ((ssize_t)got[i], rdmashare_recv(self->c, cac, in, 65536, 10000));
+		fill_at(out, msgs[1].len, 9);
+		ASSERT_EQ(0, memcmp(in, out + size, got[i])) TH_LOG("chunk %d", i);
+		sqe = rdmashare_get_sqe(self->s);
+		ASSERT_NE(NULL, sqe);
+		sqe->opcode = RDMASHARE_OP_RELEASE;
+		sqe->ac = sac;
+		sqe->addr = slot[i];
+		sqe->user_data = 200 + i;
+		ASSERT_LE(0, rdmashare_submit(self->s));
+		ASSERT_EQ(0, rs_op_result(self->s, 200 + i));
+	}
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	want = 0;
+	for (i = 0; i < n; i++)
+		want += copied_of(got[i], chunk, 4096);
+	EXPECT_EQ(msgs[1].len, d1.tx_bytes - d0.tx_bytes);
+	EXPECT_EQ(want, d1.tx_copied - d0.tx_copied);
+
+	/* pullup_max 1 MiB: everything copied again. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "1048576"));
+	ASSERT_EQ(0, read_counters(dev, &d0));
+	fill_at(data + msgs[1].off, msgs[1].len, 5);
+	ASSERT_EQ(0, send_at(self->c, cac, msgs[1].off, msgs[1].len, 5));
+	ASSERT_EQ((ssize_t)msgs[1].len, rdmashare_recv(self->s, sac, in, 65536, 10000));
+	fill_at(out, msgs[1].len, 5);
+	ASSERT_EQ(0, memcmp(in, out, msgs[1].len));
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	EXPECT_EQ(msgs[1].len, d1.tx_copied - d0.tx_copied);
+	free(in);
+	free(out);
 }
 
 TEST_HARNESS_MAIN
