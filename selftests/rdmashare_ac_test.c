@@ -9,6 +9,9 @@
  * received data: the data is dropped with them, their receive slots come
  * back, and a new AC that gets one of their ids gets only its own data.
  * Two ends whose SENDs both wait for credits can still RELEASE.
+ * rdmashare_recv_any() takes the messages of several ACs in the order they
+ * came, whole (multi-chunk ones too) and each AC's in order, reports an
+ * AC's end once, times out, and refuses a NULL id.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -799,6 +802,69 @@ TEST_F_TIMEOUT(data, release_behind_stalled_sends, 120)
 	}
 	for (i = 0; i < 2; i++)
 		rdmashare_close(e[i].rs);
+}
+
+TEST_F_TIMEOUT(data, recv_any, 120)
+{
+	static const size_t sizes[] = { 10, 40000, 1, 16384, 0, 100 };
+	struct sockaddr_in sin = peer_addr(PORT + 41);
+	struct rdmashare *c = open_setup(), *s = open_setup();
+	static unsigned char in[65536], out[65536];
+	int cac[3], sac[3], l, a, ac, got[3] = { 0 };
+	unsigned int i, k, n;
+	ssize_t r;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(-EINVAL, rdmashare_recv_any(s, NULL, in, sizeof(in), 100));
+	l = rdmashare_listen(s, PORT + 41, 4);
+	ASSERT_LE(0, l);
+	for (a = 0; a < 3; a++) {
+		cac[a] = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LE(0, cac[a]);
+		sac[a] = rdmashare_accept(s, l, 20000);
+		ASSERT_LE(0, sac[a]);
+	}
+	ac = -1;
+	EXPECT_EQ(-ETIME, rdmashare_recv_any(s, &ac, in, sizeof(in), 100));
+	EXPECT_EQ(-1, ac);
+
+	/* Interleaved: AC 0, 1, 2, 0, 1, 2...; AC 2 sends only half. */
+	n = sizeof(sizes) / sizeof(sizes[0]);
+	for (i = 0; i < n; i++) {
+		for (a = 0; a < 3; a++) {
+			if (a == 2 && i >= n / 2)
+				continue;
+			fill(out, sizes[i], a * 100 + i);
+			ASSERT_EQ(0, rdmashare_send(c, cac[a], out, sizes[i]));
+		}
+	}
+	ASSERT_EQ(0, rdmashare_flush(c, 20000));
+	ASSERT_EQ(0, rdmashare_close_ac(c, cac[2]));
+	for (k = 0; k < 2 * n + n / 2 + 1; k++) {
+		r = rdmashare_recv_any(s, &ac, in, sizeof(in), 20000);
+		for (a = 0; a < 3 && sac[a] != ac; a++)
+			;
+		ASSERT_GT(3, a) TH_LOG("recv_any: AC %d, %zd", ac, r);
+		if (r == -EPIPE) {
+			/* AC 2's end, after all of its messages. */
+			EXPECT_EQ(2, a);
+			EXPECT_EQ((int)n / 2, got[a]);
+			continue;
+		}
+		ASSERT_LE(0, r) TH_LOG("AC %d: %s", ac, strerror(-r));
+		ASSERT_GT((int)n, got[a]);
+		ASSERT_EQ((ssize_t)sizes[got[a]], r) TH_LOG("AC %d message %d", a, got[a]);
+		fill(out, r, a * 100 + got[a]);
+		ASSERT_EQ(0, memcmp(in, out, r)) TH_LOG("AC %d message %d", a, got[a]);
+		got[a]++;
+	}
+	EXPECT_EQ((int)n, got[0]);
+	EXPECT_EQ((int)n, got[1]);
+	/* Each end is reported once: nothing more now. */
+	EXPECT_EQ(-ETIME, rdmashare_recv_any(s, &ac, in, sizeof(in), 200));
+	rdmashare_close(c);
+	rdmashare_close(s);
 }
 
 TEST_HARNESS_MAIN

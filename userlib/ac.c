@@ -133,6 +133,41 @@ static void rs_tx_free(struct rdmashare *rs, size_t off, size_t len)
 		rs->free_tx = n;
 }
 
+/* ---- ACs with something to read, for rdmashare_recv_any() ---- */
+
+/*
+ * @ac got a chunk or its end: at the tail of the ready FIFO, unless it is
+ * in it already.  Entries may go stale (rdmashare_recv() read the AC, or it
+ * was closed); rdmashare_recv_any() skips those.
+ */
+static void rs_ready_push(struct rdmashare *rs, unsigned int ac)
+{
+	struct rs_acst *st = &rs->acs[ac];
+
+	if (st->ready)
+		return;
+	st->ready = 1;
+	st->ready_next = 0;
+	if (rs->ready_tail)
+		rs->acs[rs->ready_tail].ready_next = ac;
+	else
+		rs->ready_head = ac;
+	rs->ready_tail = ac;
+}
+
+static unsigned int rs_ready_pop(struct rdmashare *rs)
+{
+	unsigned int ac = rs->ready_head;
+
+	if (ac) {
+		rs->ready_head = rs->acs[ac].ready_next;
+		if (!rs->ready_head)
+			rs->ready_tail = 0;
+		rs->acs[ac].ready = 0;
+	}
+	return ac;
+}
+
 /* ---- completions ---- */
 
 static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c);
@@ -171,6 +206,7 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 		else
 			st->head = c;
 		st->tail = c;
+		rs_ready_push(rs, cqe->ac);
 		break;
 	case RDMASHARE_CQE_CLOSED:
 		st = rs_acst(rs, cqe->ac);
@@ -210,6 +246,7 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			st->closed = 1;
 			st->close_res = cqe->res;
 		}
+		rs_ready_push(rs, cqe->ac);
 		break;
 	case RDMASHARE_CQE_OP:
 		if (!(cqe->user_data & RS_UD_LIB))
@@ -219,9 +256,18 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			rs->waiting--;
 		switch (RS_UD_KIND(cqe->user_data)) {
 		case RS_UD_CLOSE:
-			/* The id is free again: forget what is left. */
-			if (st)
+			/*
+			 * The id is free again: forget what is left, but for
+			 * its place in the ready FIFO (a stale entry).
+			 */
+			if (st) {
+				unsigned int next = st->ready_next;
+				int ready = st->ready;
+
 				memset(st, 0, sizeof(*st));
+				st->ready_next = next;
+				st->ready = ready;
+			}
 			break;
 		case RS_UD_SEND:
 			rs_tx_free(rs, (cqe->user_data >> 30) & RS_UD_MAX,
@@ -597,6 +643,39 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 	if (msg_len > len)
 		return -EMSGSIZE;
 	return msg_len;
+}
+
+ssize_t rdmashare_recv_any(struct rdmashare *rs, int *ac, void *buf, size_t len,
+			   unsigned int timeout_ms)
+{
+	struct rs_acst *st;
+	unsigned int id;
+	ssize_t ret;
+
+	if (!ac)
+		return -EINVAL;
+	for (;;) {
+		while ((id = rs_ready_pop(rs))) {
+			st = &rs->acs[id];
+			/* Read by rdmashare_recv(), closed by this end: stale. */
+			if (st->closing || (!st->head && !st->closed && !st->eof))
+				continue;
+			*ac = id;
+			ret = rdmashare_recv(rs, id, buf, len, timeout_ms);
+			/*
+			 * Behind the others if it has more (its end
+			 * included); an end or error is reported once.
+			 */
+			st = &rs->acs[id];
+			if ((ret >= 0 || ret == -EMSGSIZE) &&
+			    (st->head || st->closed || st->eof))
+				rs_ready_push(rs, id);
+			return ret;
+		}
+		ret = rs_reap(rs, 1, timeout_ms);
+		if (ret)
+			return ret;
+	}
 }
 
 int rdmashare_close_ac(struct rdmashare *rs, int ac)

@@ -55,6 +55,8 @@ struct rs_acst {
 	int shut;			/* SHUTDOWN submitted: sends no more */
 	int closing;			/* CLOSE submitted, not completed */
 	int send_err;			/* the first failed SEND's error */
+	unsigned int ready_next;	/* next in the ready FIFO, or 0 */
+	int ready;			/* in the ready FIFO */
 };
 
 /* A free extent of the application's part of the data area. */
@@ -83,6 +85,8 @@ struct rdmashare {
 	unsigned int max_waiting;	/* how many the kernel takes; 0: no limit */
 	unsigned int held;		/* slots holding chunks not read yet */
 	int reading;			/* the AC rdmashare_recv() reads, or 0 */
+	unsigned int ready_head;	/* ACs with something to read: a FIFO */
+	unsigned int ready_tail;	/* of ids (0: none) for recv_any */
 };
 
 /* ioctl(2); returns a negative errno on failure. */

@@ -218,6 +218,22 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		       unsigned int timeout_ms);
 
 /**
+ * rdmashare_recv_any() - receive one message on whichever AC has one
+ * @rs: a set-up handle
+ * @ac: out: the AC the message (or the end) is of
+ * @buf: where to copy it
+ * @len: room at @buf
+ * @timeout_ms: 0 waits without limit
+ *
+ * ACs take turns in the order their first unread chunk (or end) came.
+ *
+ * Return: as rdmashare_recv(), for *@ac; an AC's end (-EPIPE, or its error)
+ * is returned once; -EINVAL without @ac; -ETIME with *@ac unchanged.
+ */
+ssize_t rdmashare_recv_any(struct rdmashare *rs, int *ac, void *buf, size_t len,
+			   unsigned int timeout_ms);
+
+/**
  * rdmashare_close_ac() - close an AC after its queued messages
  * @rs: a set-up handle
  * @ac: the AC

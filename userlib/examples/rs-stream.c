@@ -3,8 +3,9 @@
  * rs-stream: throughput over many rdmashare abstract connections.
  *
  *   rs-stream -s [-p PORT] -a ACS
- *       accept ACS connections, receive on all of them round robin until
- *       each is closed, report bytes, messages and rate
+ *       accept ACS connections, receive on all of them (whichever has a
+ *       message, rdmashare_recv_any()) until each is closed, report
+ *       bytes, messages and rate
  *   rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]
  *       PROCS processes open ACS/PROCS ACs each and send MSGS messages of
  *       BYTES per AC, round robin; report the aggregate rate
@@ -76,17 +77,16 @@ static unsigned int ac_slots(unsigned int nacs)
 static int server(unsigned int port, unsigned int nacs, size_t max)
 {
 	struct rdmashare *rs = open_rs(1 << 20, ac_slots(nacs));
-	unsigned int i, open_acs = nacs, bad = 0;
+	unsigned int i, open_acs = nacs, bad = 0, *seq;
 	unsigned long long bytes = 0, msgs = 0;
-	unsigned int *seq = calloc(nacs, sizeof(*seq));
 	int *acs = calloc(nacs, sizeof(*acs));
 	char *buf = malloc(max);
+	int l, ac, max_id = 0;
 	double t0 = 0;
 	ssize_t n;
-	int l;
 
 	l = rdmashare_listen(rs, port, nacs > 1024 ? 1024 : nacs);
-	if (l < 0 || !acs || !seq || !buf) {
+	if (l < 0 || !acs || !buf) {
 		fprintf(stderr, "rs-stream: listen: %s\n", strerror(-l));
 		return 1;
 	}
@@ -98,30 +98,36 @@ static int server(unsigned int port, unsigned int nacs, size_t max)
 			fprintf(stderr, "rs-stream: accept: %s\n", strerror(-acs[i]));
 			return 1;
 		}
+		if (acs[i] > max_id)
+			max_id = acs[i];
 	}
+	/* Each AC's next sequence number, by AC id. */
+	seq = calloc(max_id + 1, sizeof(*seq));
+	if (!seq)
+		return 1;
 	while (open_acs) {
-		for (i = 0; i < nacs; i++) {
-			if (acs[i] < 0)
-				continue;
-			n = rdmashare_recv(rs, acs[i], buf, max, 0);
-			if (n < 0) {
-				if (n != -EPIPE) {
-					fprintf(stderr, "rs-stream: AC %d: %s\n", acs[i], strerror(-n));
-					bad++;
-				}
-				rdmashare_close_ac(rs, acs[i]);
-				acs[i] = -1;
-				open_acs--;
-				continue;
-			}
-			if (!t0)
-				t0 = now();
-			if (n >= 4 && memcmp(buf, &seq[i], 4))
-				bad++;
-			seq[i]++;
-			bytes += n;
-			msgs++;
+		ac = -1;
+		n = rdmashare_recv_any(rs, &ac, buf, max, 0);
+		if (n < 0 && (ac < 0 || ac > max_id)) {
+			fprintf(stderr, "rs-stream: %s\n", strerror(-n));
+			return 1;
 		}
+		if (n < 0) {
+			if (n != -EPIPE) {
+				fprintf(stderr, "rs-stream: AC %d: %s\n", ac, strerror(-n));
+				bad++;
+			}
+			rdmashare_close_ac(rs, ac);
+			open_acs--;
+			continue;
+		}
+		if (!t0)
+			t0 = now();
+		if (n >= 4 && memcmp(buf, &seq[ac], 4))
+			bad++;
+		seq[ac]++;
+		bytes += n;
+		msgs++;
 	}
 	t0 = now() - t0;
 	printf("rs-stream: received %llu messages, %llu bytes on %u ACs in %.2f s: %.1f MB/s, %.0f msg/s%s\n",
