@@ -3,26 +3,34 @@
 #
 # make bench-transport (part of make bench): rdmashare's transport against
 # raw verbs (perftest), RDS over rxe, rsocket and TCP, all measured in one
-# boot of one guest (Debian's 6.12 under QEMU, Soft-RoCE loopback), then
-# reported as ratios to perftest.  See Documentation/benchmarks.rst.
+# boot of one guest (Debian's 6.12, or 6.1, under QEMU, Soft-RoCE
+# loopback), then reported as ratios to perftest.  See
+# Documentation/benchmarks.rst.
 #
 # Builds nothing: run make first.  Results: $RS_BUILD/bench/transport
-# (default build/bench/transport): the guest's transport.tsv and raw logs
+# (default build/bench/transport; transport-6.1 for 6.1): the guest's transport.tsv and raw logs
 # under a/, and transport-table.rst, the table printed at the end.
 #
-# Environment: RS_BENCH_MODULE (default kmod/rdmashare.ko, built for the
-# 6.12 kernel), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
+# Environment: RS_BENCH_KERNEL (6.12, the default, or 6.1: the guest's
+# stock kernel), RS_BENCH_MODULE (default kmod/rdmashare.ko, built for
+# that kernel), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
 # RS_BENCH_TIME and RS_BENCH_PARTS (see transport-guest.sh).
 
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
 
 B=${RS_BUILD:-$RS_TOP/build}
-out=$B/bench/transport
 module=${RS_BENCH_MODULE:-$RS_TOP/kmod/rdmashare.ko}
 here=$RS_TOP/selftests/bench
 
-kver=$(rs_stock_kver 6.12) || rs_die "Debian's 6.12 kernel is not installed (run: make deps)"
+kernel=${RS_BENCH_KERNEL:-6.12}
+case $kernel in
+6.12 | 6.1) ;;
+*) rs_die "RS_BENCH_KERNEL=$kernel: 6.12 or 6.1" ;;
+esac
+out=$B/bench/transport
+[ "$kernel" = 6.12 ] || out+=-$kernel
+kver=$(rs_stock_kver "$kernel") || rs_die "Debian's $kernel kernel is not installed (run: make deps)"
 [ -e "$module" ] || rs_die "no module at $module (run: make)"
 vermagic=$(modinfo -F vermagic "$module" | cut -d' ' -f1)
 [ "$vermagic" = "$kver" ] ||
@@ -50,7 +58,7 @@ rs_log "bench: transport benchmark in one $kver guest (about 10 minutes)"
 		rdma-core qemu-system-x86 2>/dev/null || true
 } >"$out/host-env.txt"
 rc=0
-bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$module" --timeout 1500 --out "$out" \
+bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" --timeout 1500 --out "$out" \
 	-- "${env}bash $here/transport-guest.sh" >"$out/run-vm.log" 2>&1 || rc=$?
 grep -E '^\[bench\]|^\[rdmashare\]' "$out/run-vm.log" || true
 if [ ! -s "$out/a/transport.tsv" ]; then
