@@ -105,6 +105,7 @@ static void rs_ac_free(struct kref *ref)
 		rs_qp_put(ac->qp);
 	rs_user_uncharge_ac(ac->rf->owner);
 	rs_file_put(ac->rf);
+	kvfree(ac->tx_slots);
 	kfree(ac);
 }
 
@@ -588,7 +589,6 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 	} else {
 		ac->qp = qp;
 		rs_qp_pin_locked(qp, ac, &spare);
-		ac->credits_out = ac->rx_reserved;
 		rs_ac_ctrl(ac, ctrl);
 	}
 	spin_unlock(&qp->lock);
@@ -1054,7 +1054,8 @@ static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own)
  * A CONNECT for the listener @l: a new AC in its backlog, or the errno of
  * the REJECT to send.
  */
-static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, struct rs_ac *l)
+static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
+			      const void *payload, struct rs_ac *l)
 {
 	struct rs_file *rf = l->rf;
 	int error = -ENOBUFS;
@@ -1067,7 +1068,14 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m, st
 	rs_sched_entity_init(&ac->se, NULL, READ_ONCE(l->se.dn.weight), READ_ONCE(l->se.band));
 	ac->port = l->port;
 	ac->remote_id = m->src_conn;
-	ac->send_credits = m->conn.credits;
+	if (qp->version >= 4 && m->conn.credits) {
+		/* Nobody else sees the AC yet. */
+		if (rs_ac_slots_room(ac, m->conn.credits))
+			goto out_discard;
+		rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
+	} else {
+		ac->send_credits = m->conn.credits;
+	}
 	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
 
 	mutex_lock(&rf->ac_lock);
@@ -1123,7 +1131,8 @@ out_discard:
  * A peer's CONNECT.  What it makes this host allocate is charged to the
  * memory cgroup of the listener's file, as if its owner had allocated it.
  */
-static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
+static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m,
+			    const void *payload)
 {
 	int error = -ECONNREFUSED;
 	struct mem_cgroup *old;
@@ -1136,7 +1145,7 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m)
 	xa_unlock(&rs_ports);
 	if (l) {
 		old = set_active_memcg(l->rf->memcg);
-		error = rs_recv_connect_to(qp, m, l);
+		error = rs_recv_connect_to(qp, m, payload, l);
 		set_active_memcg(old);
 		rs_ac_put(l);
 	}
@@ -1190,9 +1199,8 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 			goto proto;
 		ac->rx_msg_len = m->msg_len;
 	}
-	if (WARN_ON_ONCE(!rf->nr_rx_free) || !rs_rx_take(ac))
+	if (!rs_rx_take(ac, &idx))
 		goto proto;		/* sent without a credit */
-	idx = rf->rx_free[--rf->nr_rx_free];
 	slot = &rf->slots[idx];
 	slot->fid = ac->fid;
 	slot->conn = ac->id;
@@ -1226,12 +1234,15 @@ proto:
  * What a record says of credits, once the AC it names had it: a grant, and
  * from version 3 a CREDIT's flag.  True if the sender has new work.
  */
-static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m)
+static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
+			       const void *payload)
 {
 	/* A full CLOSE's credits are moot; a HALF's are still needed. */
 	bool full_close = m->type == RS_MSG_CLOSE && !(m->flags & RS_F_HALF);
 	bool ret = m->type == RS_MSG_CREDIT && (m->flags & RS_F_RETURN);
+	bool named = !rs_proto_slots_off(m, qp->version);
 	bool kick = false;
+	int err;
 
 	if (ret) {
 		if (!rs_rx_returned(ac, m->credits))
@@ -1242,9 +1253,27 @@ static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct 
 		rs_qp_down(qp, -EPROTO);
 		return false;
 	}
+	/* Version 4: the ring of the peer's slots grows outside the lock. */
+	if (named) {
+		err = rs_ac_slots_room(ac, m->credits);
+		if (err == -EPROTO) {
+			pr_warn_ratelimited("AC %u: the peer granted more than %u credits\n",
+					    ac->id, RS_PROTO_MAX_WINDOW);
+			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+			rs_qp_down(qp, -EPROTO);
+			return false;
+		}
+		if (err) {
+			rs_ac_do_close(ac, err, false);
+			return false;
+		}
+	}
 	spin_lock_irq(&qp->lock);
 	if (m->credits && !full_close) {
-		rs_ac_got_credits(ac, m->credits);
+		if (named)
+			rs_ac_got_slots(ac, payload, m->credits);
+		else
+			rs_ac_got_credits(ac, m->credits);
 		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
 			rs_sched_enqueue(&qp->sched, &ac->se);
 			kick = true;
@@ -1272,7 +1301,7 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	if (m->type == RS_MSG_KEEPALIVE)
 		return false;	/* its arrival was the point */
 	if (m->type == RS_MSG_CONNECT) {
-		rs_recv_connect(qp, m);
+		rs_recv_connect(qp, m, payload);
 		return false;
 	}
 	ac = rs_ac_lookup_conn(qp, m->dst_conn);
@@ -1285,10 +1314,22 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 
 	switch (m->type) {
 	case RS_MSG_ACCEPT:
+		if (qp->version >= 4 && m->conn.credits &&
+		    READ_ONCE(ac->state) == RS_AC_CONNECTING &&
+		    rs_ac_slots_room(ac, m->conn.credits)) {
+			rs_ac_do_close(ac, -ENOMEM, false);
+			break;
+		}
 		spin_lock_irq(&qp->lock);
 		if (ac->state == RS_AC_CONNECTING) {
 			ac->remote_id = m->src_conn;
-			rs_ac_got_credits(ac, m->conn.credits);
+			if (qp->version >= 4) {
+				rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
+				/* What the CONNECT did not grant. */
+				rs_ac_grant_soon(ac);
+			} else {
+				rs_ac_got_credits(ac, m->conn.credits);
+			}
 			ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
 		}
 		spin_unlock_irq(&qp->lock);
@@ -1331,7 +1372,7 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 	}
 
 	if (ac->remote_id == m->src_conn)
-		kick = rs_ac_recv_credits(qp, ac, m);
+		kick = rs_ac_recv_credits(qp, ac, m, payload);
 	rs_ac_put(ac);
 	return kick || m->type == RS_MSG_ACCEPT;
 }

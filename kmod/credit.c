@@ -31,11 +31,72 @@
  * its peer gives them back (RETURN) at once if it has nothing to send, or
  * once it has sent what it has, so the slots of ACs gone idle come back.
  *
+ * Version 4, credits name slots: a slot is picked from the file's free list
+ * when it is promised to an AC (rs_rx_pick()), and an AC keeps its promised
+ * slots in the order they were granted; a chunk takes the oldest one, a
+ * RETURN gives back the oldest ones, so both ends agree on which slot each
+ * chunk uses (the sender keeps the indices it was granted, in the same
+ * order, for direct placement).
+ *
  * Locks: rf->rx_lock for the receiving end, outside the QP's lock, which
- * covers the sending end (send_credits, credits_out, control bits).
+ * covers the sending end (send_credits, credits_out, control bits) and an
+ * AC's chains of slots (rx_sent, rx_unsent; the file's free list is under
+ * rx_lock).
  */
+#include <linux/log2.h>
+#include <linux/memcontrol.h>
+#include <linux/slab.h>
+#include <linux/sched/mm.h>
+
 #include "trace.h"
 #include "transport.h"
+
+/* ---- version 4: chains of slots, under the QP's lock ---- */
+
+static void rs_fifo_push(struct rs_file *rf, struct rs_slot_fifo *f, u32 idx)
+{
+	if (f->n)
+		rf->slots[f->tail].next = idx;
+	else
+		f->head = idx;
+	f->tail = idx;
+	f->n++;
+}
+
+static u32 rs_fifo_pop(struct rs_file *rf, struct rs_slot_fifo *f)
+{
+	u32 idx = f->head;
+
+	f->head = rf->slots[idx].next;
+	f->n--;
+	return idx;
+}
+
+/*
+ * Called with rx_lock and the QP's lock held: @n more slots promised to
+ * @ac and not granted yet, taken from the free list now (version 4).
+ */
+static void rs_rx_pick(struct rs_ac *ac, u32 n)
+{
+	struct rs_file *rf = ac->rf;
+
+	if (!ac->rx_named)
+		return;
+	while (n--) {
+		if (WARN_ON_ONCE(!rf->nr_rx_free))
+			return;
+		rs_fifo_push(rf, &ac->rx_unsent, rf->rx_free[--rf->nr_rx_free]);
+	}
+}
+
+/* Likewise: the oldest @n slots of @f back to the free list. */
+static void rs_rx_drop(struct rs_ac *ac, struct rs_slot_fifo *f, u32 n)
+{
+	struct rs_file *rf = ac->rf;
+
+	while (n-- && f->n)
+		rf->rx_free[rf->nr_rx_free++] = rs_fifo_pop(rf, f);
+}
 
 /* ---- the receiving end, under rf->rx_lock ---- */
 
@@ -54,10 +115,13 @@ static void rs_rx_active(struct rs_ac *ac)
 		ac->rf->rx_active--;
 }
 
-/* The window an AC may grow to: an equal share of the file's slots. */
+/*
+ * The window an AC may grow to: an equal share of the file's slots, within
+ * what a version 4 sender keeps track of.
+ */
 static u32 rs_rx_fair(struct rs_file *rf)
 {
-	return max(rf->rx_slots / max(rf->rx_active, 1U), 1U);
+	return clamp(rf->rx_slots / max(rf->rx_active, 1U), 1U, RS_PROTO_MAX_WINDOW / 2);
 }
 
 static u32 rs_rx_window(struct rs_ac *ac)
@@ -99,6 +163,7 @@ static bool rs_rx_grant(struct rs_ac *ac, u32 n, bool now)
 
 	spin_lock(&qp->lock);
 	ac->credits_out += n;
+	rs_rx_pick(ac, n);
 	owed = ac->credits_out && (now || ac->credits_out >= max(rs_rx_window(ac) / 2, 1U));
 	if (owed)
 		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
@@ -155,7 +220,11 @@ bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp)
 
 	lockdep_assert_held(&rf->rx_lock);
 	ac->rx_ondemand = qp->version >= 3;
+	ac->rx_named = qp->version >= 4;
 	n = min(rf->rx_unreserved, READ_ONCE(rs_credits_per_ac));
+	/* Within what a version 4 sender keeps track of. */
+	if (ac->rx_named)
+		n = min(n, RS_PROTO_MAX_WINDOW / 2);
 	/* Those who asked first come first; a share counts this AC in. */
 	if (ac->rx_ondemand && !list_empty(&rf->rx_wanting))
 		n = 0;
@@ -165,6 +234,12 @@ bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp)
 		return ac->rx_ondemand;
 	rf->rx_unreserved -= n;
 	rs_rx_lend(ac, n);
+	/*
+	 * Granted with the CONNECT or ACCEPT; from version 4, what one record
+	 * does not name follows in CREDITs (once the peer's id is known).
+	 */
+	ac->credits_out = n;
+	rs_rx_pick(ac, n);
 	return true;
 }
 
@@ -177,6 +252,13 @@ void rs_rx_close(struct rs_ac *ac)
 	spin_lock_irq(&rf->rx_lock);
 	rf->rx_unreserved += ac->rx_reserved;
 	ac->rx_reserved = 0;
+	if (ac->rx_named && ac->qp) {
+		spin_lock(&ac->qp->lock);
+		rs_rx_drop(ac, &ac->rx_sent, ac->rx_sent.n);
+		rs_rx_drop(ac, &ac->rx_unsent, ac->rx_unsent.n);
+		ac->credits_out = 0;
+		spin_unlock(&ac->qp->lock);
+	}
 	list_del_init(&ac->rx_lend_node);
 	list_del_init(&ac->rx_want_node);
 	rs_rx_active(ac);
@@ -186,15 +268,34 @@ void rs_rx_close(struct rs_ac *ac)
 		rs_rx_serve(rf);
 }
 
-/* Called with rx_lock held: a chunk for @ac arrived; false without credit. */
-bool rs_rx_take(struct rs_ac *ac)
+/*
+ * Called with rx_lock held: a chunk for @ac arrived; the slot it goes to in
+ * *@idx (version 4: the oldest granted), or false without credit.
+ */
+bool rs_rx_take(struct rs_ac *ac, u32 *idx)
 {
+	struct rs_file *rf = ac->rf;
+
 	if (!ac->rx_reserved)
 		return false;
+	if (ac->rx_named) {
+		spin_lock(&ac->qp->lock);
+		if (!ac->rx_sent.n) {
+			spin_unlock(&ac->qp->lock);
+			return false;
+		}
+		*idx = rs_fifo_pop(rf, &ac->rx_sent);
+		/* Its last credit: what is left is owed, not sent yet. */
+		ac->rx_full = !ac->rx_sent.n;
+		spin_unlock(&ac->qp->lock);
+	} else {
+		if (WARN_ON_ONCE(!rf->nr_rx_free))
+			return false;
+		*idx = rf->rx_free[--rf->nr_rx_free];
+		ac->rx_full = ac->rx_reserved - 1 == READ_ONCE(ac->credits_out);
+	}
 	ac->rx_held++;
 	rs_rx_unlend(ac, 1);
-	/* Its last credit: what is left is owed, not sent yet. */
-	ac->rx_full = ac->rx_reserved == READ_ONCE(ac->credits_out);
 	return true;
 }
 
@@ -263,6 +364,8 @@ static struct rs_ac *rs_rx_reclaim(struct rs_file *rf, struct rs_ac *ac)
 		owed = (v->ctrl_pending & RS_CTRL_CREDIT) || v->rx_peer_wants ?
 		       0 : v->credits_out;
 		v->credits_out -= owed;
+		if (v->rx_named)
+			rs_rx_drop(v, &v->rx_unsent, owed);
 		if (v->rx_reserved > owed)
 			rs_ac_ctrl(v, RS_CTRL_RECLAIM);
 		spin_unlock(&v->qp->lock);
@@ -344,6 +447,8 @@ int rs_rx_returned(struct rs_ac *ac, u32 n)
 	}
 	spin_lock(&ac->qp->lock);
 	held = ac->rx_reserved - ac->credits_out;
+	if (n <= held && ac->rx_named)
+		rs_rx_drop(ac, &ac->rx_sent, n);
 	spin_unlock(&ac->qp->lock);
 	if (n > held) {
 		spin_unlock_irq(&rf->rx_lock);
@@ -368,7 +473,7 @@ static bool rs_ac_has_send(struct rs_ac *ac)
 	return op && op->opcode == RDMASHARE_OP_SEND;
 }
 
-/* The sender takes the credits to grant with a record. */
+/* The sender takes the credits to grant with a record (before version 4). */
 u32 rs_ac_take_credits(struct rs_ac *ac)
 {
 	u32 n = ac->credits_out;
@@ -376,6 +481,112 @@ u32 rs_ac_take_credits(struct rs_ac *ac)
 	lockdep_assert_held(&ac->qp->lock);
 	ac->credits_out = 0;
 	return n;
+}
+
+/*
+ * Version 4: the sender takes up to @max credits to grant with a CREDIT,
+ * CONNECT or ACCEPT record, their slots' indices into @slots; what is left
+ * goes in another CREDIT, once the peer's id for the AC is known (a
+ * CONNECT's leftovers wait for the ACCEPT).  The number taken.
+ */
+u32 rs_ac_take_grant(struct rs_ac *ac, u32 *slots, u32 max)
+{
+	u32 i, n = min3(ac->credits_out, ac->rx_unsent.n, max);
+
+	lockdep_assert_held(&ac->qp->lock);
+	for (i = 0; i < n; i++) {
+		slots[i] = rs_fifo_pop(ac->rf, &ac->rx_unsent);
+		rs_fifo_push(ac->rf, &ac->rx_sent, slots[i]);
+	}
+	ac->credits_out -= n;
+	if (ac->credits_out && ac->remote_id)
+		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
+	return n;
+}
+
+/*
+ * Version 4: grants of @ac's credits ride only in CREDIT records: one goes
+ * right after a record that would have carried them before.
+ */
+void rs_ac_grant_soon(struct rs_ac *ac)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	if (ac->credits_out && ac->remote_id)
+		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
+}
+
+/* The peer's slots @ac holds into @ring of @cap entries; the old ring. */
+static u32 *rs_ac_slots_move(struct rs_ac *ac, u32 *ring, u32 cap)
+{
+	u32 i, *old = ac->tx_slots;
+
+	for (i = 0; i < ac->send_credits; i++)
+		ring[i] = ac->tx_slots[(ac->tx_slots_head + i) & (ac->tx_slots_cap - 1)];
+	ac->tx_slots = ring;
+	ac->tx_slots_head = 0;
+	ac->tx_slots_cap = cap;
+	return old;
+}
+
+/*
+ * Version 4: room in @ac's ring for @n more of the peer's slots, made
+ * outside the QP's lock (@ac->qp is NULL for an AC nobody else sees yet).
+ * Only the QP's completion handler adds slots, so only it calls this.
+ * -EPROTO if the peer would grant more than RS_PROTO_MAX_WINDOW, -ENOMEM.
+ */
+int rs_ac_slots_room(struct rs_ac *ac, u32 n)
+{
+	u32 have = READ_ONCE(ac->send_credits), cap, *ring, *old;
+	struct mem_cgroup *memcg;
+
+	if (have + n > RS_PROTO_MAX_WINDOW)
+		return -EPROTO;
+	if (have + n <= ac->tx_slots_cap)
+		return 0;
+	cap = roundup_pow_of_two(max(have + n, 8U));
+	memcg = set_active_memcg(ac->rf->memcg);
+	ring = kvmalloc_array(cap, sizeof(*ring), GFP_KERNEL_ACCOUNT);
+	set_active_memcg(memcg);
+	if (!ring)
+		return -ENOMEM;
+	/* The sender may have used some meanwhile, never added any. */
+	if (ac->qp) {
+		spin_lock_irq(&ac->qp->lock);
+		old = rs_ac_slots_move(ac, ring, cap);
+		spin_unlock_irq(&ac->qp->lock);
+	} else {
+		old = rs_ac_slots_move(ac, ring, cap);
+	}
+	kvfree(old);
+	return 0;
+}
+
+/*
+ * Version 4: the peer granted @n slots, their indices in @payload (the
+ * caller made room).  Called with the QP's lock held, or before anyone else
+ * sees @ac.
+ */
+void rs_ac_got_slots(struct rs_ac *ac, const void *payload, u32 n)
+{
+	u32 i, at = ac->tx_slots_head + ac->send_credits;
+
+	for (i = 0; i < n; i++)
+		ac->tx_slots[(at + i) & (ac->tx_slots_cap - 1)] = rs_proto_get_slot(payload, i);
+	ac->send_credits += n;
+	ac->want_sent = false;
+	if (ac->qp)
+		trace_rdmashare_credit_grant(ac, n);
+}
+
+/* Version 4: a chunk uses the peer's oldest slot granted; its index. */
+u32 rs_ac_take_slot(struct rs_ac *ac)
+{
+	u32 idx = ac->tx_slots[ac->tx_slots_head];
+
+	lockdep_assert_held(&ac->qp->lock);
+	ac->tx_slots_head = (ac->tx_slots_head + 1) & (ac->tx_slots_cap - 1);
+	ac->send_credits--;
+	return idx;
 }
 
 /* The peer granted @n credits. */
@@ -447,7 +658,9 @@ u32 rs_ac_take_return(struct rs_ac *ac)
 		ac->give_back = true;
 		return 0;
 	}
+	/* Version 4: the oldest n, that is all of them. */
 	ac->send_credits = 0;
+	ac->tx_slots_head = 0;
 	return n;
 }
 

@@ -72,12 +72,26 @@ EXPORT_SYMBOL_IF_KUNIT(rs_proto_payload_len);
  */
 static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chunk)
 {
+	bool conn = m->type == RS_MSG_CONNECT || m->type == RS_MSG_ACCEPT;
+	int want = rs_proto_payload_len(m->type, m->len);
 	bool first, last;
 	u32 end;
 
-	if (rs_proto_payload_len(m->type, m->len) != m->len)
-		return -EBADMSG;
 	if (m->credits > RS_PROTO_MAX_CREDITS)
+		return -EBADMSG;
+	if (version >= 4) {
+		/* Only CREDIT, CONNECT and ACCEPT grant, a slot index each. */
+		if (m->type != RS_MSG_CREDIT && m->credits)
+			return -EBADMSG;
+		if ((conn && m->conn.credits > RS_PROTO_MAX_WINDOW) ||
+		    (m->type == RS_MSG_CREDIT && m->credits > RS_PROTO_MAX_WINDOW))
+			return -EBADMSG;
+		if (m->type == RS_MSG_CREDIT && !rs_proto_slots_off(m, version))
+			want = m->credits * RS_SLOT_IDX_LEN;
+		else if (conn)
+			want = RS_CONN_PARAMS_LEN + m->conn.credits * RS_SLOT_IDX_LEN;
+	}
+	if (want < 0 || (u32)want != m->len)
 		return -EBADMSG;
 
 	switch (m->type) {
@@ -138,7 +152,7 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 			return -EBADMSG;
 		break;
 	}
-	if (m->type == RS_MSG_CONNECT || m->type == RS_MSG_ACCEPT) {
+	if (conn) {
 		if (!m->conn.slot_size || m->conn.slot_size > RS_PROTO_MAX_CHUNK ||
 		    m->conn.credits > RS_PROTO_MAX_CREDITS)
 			return -EBADMSG;
@@ -156,11 +170,13 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
  * @buf: where to write
  * @buf_len: room at @buf
  *
- * The caller writes a DATA payload and, for version 2, the padding up to
- * rs_proto_rec_len() (zeroes).
+ * The caller writes a DATA payload, from version 4 the slot indices a
+ * record grants (rs_proto_put_slots() at rs_proto_slots_off()), and, from
+ * version 2, the padding up to rs_proto_rec_len() (zeroes).
  *
- * Return: bytes written (the header, plus the payload of a control
- * message), -ENOSPC when @buf is too small, -EINVAL for an invalid message.
+ * Return: bytes written (the header, plus the payload of a control message
+ * but for its slot indices), -ENOSPC when @buf is too small, -EINVAL for an
+ * invalid message.
  */
 int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 		    size_t buf_len)
@@ -170,13 +186,15 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	struct rs_wire_conn *wc = p;
 	struct rs_wire_reject *wr = p;
 	size_t total = RS_HDR_LEN;
+	int slots;
 
 	if (rs_proto_check(m, version, RS_PROTO_MAX_CHUNK))
 		return -EINVAL;
 	if (version < RS_PROTO_VERSION_MIN || version > RS_PROTO_VERSION)
 		return -EINVAL;
+	slots = rs_proto_slots_off(m, version);
 	if (m->type != RS_MSG_DATA)
-		total += m->len;
+		total += slots >= 0 ? slots : m->len;
 	if (buf_len < total)
 		return -ENOSPC;
 
@@ -253,7 +271,7 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 	switch (m->type) {
 	case RS_MSG_CONNECT:
 	case RS_MSG_ACCEPT:
-		if (m->len != RS_CONN_PARAMS_LEN || wc->reserved)
+		if (m->len < RS_CONN_PARAMS_LEN || wc->reserved)
 			return -EBADMSG;
 		m->conn.port = be32_to_cpu(wc->port);
 		m->conn.slot_size = be32_to_cpu(wc->slot_size);
@@ -341,6 +359,35 @@ int rs_proto_check_batch(const void *buf, size_t len, u8 version, u32 max_chunk)
 	return ret ? ret : n;
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_check_batch);
+
+/**
+ * rs_proto_put_slots() - write the slot indices a record grants
+ * @payload: where they go (the record's payload, at rs_proto_slots_off())
+ * @slots: the indices
+ * @n: how many
+ */
+void rs_proto_put_slots(void *payload, const u32 *slots, u32 n)
+{
+	__be32 *p = payload;
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		p[i] = cpu_to_be32(slots[i]);
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_put_slots);
+
+/**
+ * rs_proto_get_slot() - the @i-th slot index a decoded record grants
+ * @payload: its indices (the record's payload, at rs_proto_slots_off())
+ * @i: which, below the record's grant
+ *
+ * Return: the index; the peer's to check against its own slots.
+ */
+u32 rs_proto_get_slot(const void *payload, u32 i)
+{
+	return be32_to_cpup((const __be32 *)payload + i);
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_get_slot);
 
 /*
  * The errno a REJECT from the peer gives the CONNECT: only the ones a peer's

@@ -27,8 +27,13 @@
  * record may carry one flag, RS_F_WANT (the sender of src_conn has data
  * and no credit), RS_F_RECLAIM (give back the credits for dst_conn that you
  * do not need) or RS_F_RETURN ("credits" are credits for dst_conn given
- * back, not granted).  The version is negotiated when the QP is set up
- * (cm.c) and every record carries it.
+ * back, not granted).  Version 4: credits name slots.  Only CREDIT,
+ * CONNECT and ACCEPT grant credits, and they carry the granted slots'
+ * indices (big endian u32s: a CREDIT's whole payload, after the parameters
+ * of a CONNECT or ACCEPT); a chunk uses the oldest slot granted and not
+ * used yet, a RETURN gives back the oldest ones.  An AC holds at most
+ * RS_PROTO_MAX_WINDOW credits.  The version is negotiated when the QP is
+ * set up (cm.c) and every record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per
  * peer transport; 0 means none.  "credits" on any message returns that many
@@ -42,7 +47,7 @@
 #include <linux/bits.h>
 #include <linux/types.h>
 
-#define RS_PROTO_VERSION	3	/* the newest this host speaks */
+#define RS_PROTO_VERSION	4	/* the newest this host speaks */
 #define RS_PROTO_VERSION_MIN	1	/* the oldest */
 #define RS_HDR_LEN		32
 #define RS_REC_ALIGN		8	/* version 2: records start aligned */
@@ -51,6 +56,8 @@
 #define RS_PROTO_MAX_CHUNK	BIT(20)		/* payload of one SEND */
 #define RS_PROTO_MAX_MSG	BIT(30)		/* one application message */
 #define RS_PROTO_MAX_CREDITS	BIT(16)		/* granted in one header */
+#define RS_PROTO_MAX_WINDOW	4096		/* version 4: held by one AC */
+#define RS_SLOT_IDX_LEN		4		/* version 4: a granted slot */
 
 enum rs_msg_type {
 	RS_MSG_DATA = 1,	/* a chunk of an application message */
@@ -107,6 +114,24 @@ struct rs_proto_msg {
 	};
 };
 
+/*
+ * Version 4: where a record's granted slot indices start in its payload
+ * (rs_proto_get_slot()), -1 if it grants none.
+ */
+static inline int rs_proto_slots_off(const struct rs_proto_msg *m, u8 version)
+{
+	if (version < 4)
+		return -1;
+	switch (m->type) {
+	case RS_MSG_CREDIT:
+		return m->credits && !(m->flags & (RS_F_RETURN | RS_F_RECLAIM)) ? 0 : -1;
+	case RS_MSG_CONNECT:
+	case RS_MSG_ACCEPT:
+		return m->conn.credits ? RS_CONN_PARAMS_LEN : -1;
+	}
+	return -1;
+}
+
 /* Bytes a record with @len bytes of payload takes in a SEND of @version. */
 static inline size_t rs_proto_rec_len(u8 version, u32 len)
 {
@@ -124,5 +149,7 @@ int rs_proto_next(const void *buf, size_t len, size_t *pos, u8 version,
 		  u32 max_chunk, struct rs_proto_msg *m);
 int rs_proto_check_batch(const void *buf, size_t len, u8 version, u32 max_chunk);
 int rs_proto_reject_errno(u32 error);
+void rs_proto_put_slots(void *payload, const u32 *slots, u32 n);
+u32 rs_proto_get_slot(const void *payload, u32 i);
 
 #endif /* _RDMASHARE_PROTO_H */

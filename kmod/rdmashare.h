@@ -262,6 +262,7 @@ struct rs_rx_slot {
 	u32 fid;		/* owner AC, 0 when free */
 	u32 conn;		/* the owner's host-wide id: which AC had @fid */
 	u32 cq_idx;		/* index of the RECV CQE that announced it */
+	u32 next;		/* version 4: next in its AC's chain (credit.c) */
 };
 
 /* params.c: load-time limits and defaults */

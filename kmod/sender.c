@@ -178,7 +178,45 @@ struct rs_tx_plan {
 	u64 zc_off;			/* from here in the data area */
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
+	u32 slots[RS_GRANT_MAX];	/* version 4: the slots it grants */
 };
+
+/*
+ * Version 4: the credits a CONNECT, ACCEPT or CREDIT grants, their slots
+ * into @p; before, the count.
+ */
+static u32 rs_plan_grant(struct rs_qp *qp, struct rs_ac *ac, struct rs_tx_plan *p)
+{
+	if (qp->version < 4)
+		return rs_ac_take_credits(ac);
+	return rs_ac_take_grant(ac, p->slots, RS_GRANT_MAX);
+}
+
+/*
+ * The credits a DATA or CLOSE record carries: before version 4 all that
+ * are owed, from version 4 none (a CREDIT record follows, with the slots).
+ */
+static u32 rs_plan_piggyback(struct rs_qp *qp, struct rs_ac *ac)
+{
+	if (qp->version < 4)
+		return rs_ac_take_credits(ac);
+	rs_ac_grant_soon(ac);
+	return 0;
+}
+
+/* Version 4: how many slots a CONNECT, ACCEPT or CREDIT @m grants. */
+static u32 rs_plan_granted(const struct rs_proto_msg *m)
+{
+	return m->type == RS_MSG_CREDIT ? m->credits : m->conn.credits;
+}
+
+/* Bytes of the largest control record (a grant of RS_GRANT_MAX slots). */
+static u32 rs_ctrl_max(struct rs_qp *qp)
+{
+	if (qp->version < 4)
+		return RS_CONN_PARAMS_LEN;
+	return RS_CONN_PARAMS_LEN + RS_GRANT_MAX * RS_SLOT_IDX_LEN;
+}
 
 /* What rs_plan() found. */
 enum rs_plan_res {
@@ -222,9 +260,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 	bool zc = false;
 	u32 len = 0;
 
-	memset(p, 0, sizeof(*p));
-	/* The largest control record. */
-	if (room < rs_proto_rec_len(qp->version, RS_CONN_PARAMS_LEN))
+	/* The slot indices are written only as far as a grant goes. */
+	memset(p, 0, offsetof(struct rs_tx_plan, slots));
+	if (room < rs_proto_rec_len(qp->version, rs_ctrl_max(qp)))
 		return RS_PLAN_FULL;
 
 	if (qp->ping_pending) {
@@ -262,13 +300,13 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 			p->m.len = RS_CONN_PARAMS_LEN;
 			p->m.conn.port = ac->port;
 			p->m.conn.slot_size = rs_chunk_size;
-			p->m.conn.credits = rs_ac_take_credits(ac);
+			p->m.conn.credits = rs_plan_grant(qp, ac, p);
 		} else if (bits & RS_CTRL_ACCEPT) {
 			ac->ctrl_pending &= ~RS_CTRL_ACCEPT;
 			p->m.type = RS_MSG_ACCEPT;
 			p->m.len = RS_CONN_PARAMS_LEN;
 			p->m.conn.slot_size = rs_chunk_size;
-			p->m.conn.credits = rs_ac_take_credits(ac);
+			p->m.conn.credits = rs_plan_grant(qp, ac, p);
 		} else if (bits & RS_CTRL_RETURN) {
 			ac->ctrl_pending &= ~RS_CTRL_RETURN;
 			p->m.type = RS_MSG_CREDIT;
@@ -278,14 +316,20 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 			ac->ctrl_pending &= ~RS_CTRL_RECLAIM;
 			p->m.type = RS_MSG_CREDIT;
 			p->m.flags = RS_F_RECLAIM;
+		} else if ((bits & (RS_CTRL_CREDIT | RS_CTRL_WANT)) && !ac->remote_id) {
+			/* Not before the ACCEPT: that brings the peer's id. */
+			ac->ctrl_pending &= ~(RS_CTRL_CREDIT | RS_CTRL_WANT);
 		} else if (bits & (RS_CTRL_CREDIT | RS_CTRL_WANT)) {
 			/* A grant, a WANT, or both in one record. */
 			ac->ctrl_pending &= ~(RS_CTRL_CREDIT | RS_CTRL_WANT);
 			p->m.type = RS_MSG_CREDIT;
-			p->m.credits = rs_ac_take_credits(ac);
+			p->m.credits = rs_plan_grant(qp, ac, p);
 			if ((bits & RS_CTRL_WANT) && rs_ac_take_want(ac))
 				p->m.flags = RS_F_WANT;
 		}
+		/* Version 4: a grant's slot indices are in its payload. */
+		if (rs_proto_slots_off(&p->m, qp->version) >= 0)
+			p->m.len += rs_plan_granted(&p->m) * RS_SLOT_IDX_LEN;
 		if (!ac->ctrl_pending)
 			list_del_init(&ac->ctrl_node);
 		/* Nothing left to say: credits went with data, or came. */
@@ -336,7 +380,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 	}
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
-	p->m.credits = rs_ac_take_credits(ac);
+	/* A full CLOSE's credits are moot. */
+	if (op->opcode != RDMASHARE_OP_CLOSE || qp->version < 4)
+		p->m.credits = rs_plan_piggyback(qp, ac);
 
 	if (op->opcode == RDMASHARE_OP_CLOSE) {
 		list_del(&op->node);
@@ -366,6 +412,11 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 			p->src = ac->rf->data + op->addr + op->sent;
 		}
 		op->sent += len;
+		/* Version 4: the peer's oldest slot granted (placement to come). */
+		if (qp->version >= 4)
+			rs_ac_take_slot(ac);
+		else
+			ac->send_credits--;
 		if (op->sent == op->len) {
 			p->m.flags |= RS_F_LAST;
 			list_del(&op->node);
@@ -373,7 +424,6 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 		} else {
 			qp->hol_ac = ac;	/* mid-message; see above */
 		}
-		ac->send_credits--;
 		ac->tx_chunks++;
 		ac->tx_bytes += len;
 		if (p->op)
@@ -447,12 +497,15 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 {
 	size_t room = RS_HDR_LEN + rs_chunk_size - tx->len, rec;
 	void *dst = tx->buf + tx->len;
-	int len;
+	int len, slots;
 
 	len = rs_proto_encode(&p->m, qp->version, dst, room);
 	rec = rs_proto_rec_len(qp->version, p->m.len);
 	if (WARN_ON_ONCE(len < 0 || rec > room))
 		return len < 0 ? len : -ENOSPC;
+	slots = rs_proto_slots_off(&p->m, qp->version);
+	if (slots >= 0)
+		rs_proto_put_slots(dst + RS_HDR_LEN + slots, p->slots, rs_plan_granted(&p->m));
 	if (p->zc_map) {
 		/* The padding follows the header in the buffer. */
 		tx->zc_map = p->zc_map;

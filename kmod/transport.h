@@ -284,6 +284,19 @@ enum rs_ac_state {
 	RS_AC_CLOSED,
 };
 
+/*
+ * Version 4: slots of a file in the order they were promised to an AC, a
+ * chain through rs_rx_slot.next (credit.c), under the AC's QP's lock.
+ */
+struct rs_slot_fifo {
+	u32 head;
+	u32 tail;
+	u32 n;
+};
+
+/* Slot indices one CREDIT record grants at most (sender.c). */
+#define RS_GRANT_MAX	64
+
 /* Control messages an AC owes its peer (rs_ac.ctrl_pending). */
 #define RS_CTRL_CONNECT	BIT(0)
 #define RS_CTRL_ACCEPT	BIT(1)
@@ -337,14 +350,21 @@ enum rs_ac_state {
  * Receive side, under @rf->rx_lock (credit.c): @rx_reserved (slots promised
  * to this AC and not in use: credits the peer holds, and @credits_out),
  * @rx_held (slots holding its chunks), @rx_ondemand (its QP speaks version
- * 3: slots come and go with demand), @rx_active (counted in the file's
+ * 3: slots come and go with demand), @rx_named (version 4: credits name
+ * slots), @rx_active (counted in the file's
  * rx_active), @rx_peer_wants (its WANT came while credits were owed that
  * its releases were to send), @rx_full (the peer used every credit
  * it had: the window may grow), @rx_reclaim (the peer was asked for unused
  * credits), @rx_want_node (in the file's FIFO of ACs whose peer wants
  * credits), @rx_lend_node (in the file's list of ACs with @rx_reserved),
  * @rx_done (closed: deliver nothing more), @rx_seq/@rx_off/@rx_msg_len (the
- * message being received).
+ * message being received).  Version 4, under the QP's lock too: the slots
+ * promised, @rx_sent (granted to the peer, oldest first: a chunk takes the
+ * head) and @rx_unsent (@credits_out of them, the grant not sent yet).
+ *
+ * Version 4, the send side: @tx_slots, a ring of @tx_slots_cap entries from
+ * @tx_slots_head, the peer's slots granted to this end (@send_credits of
+ * them), oldest first.
  */
 struct rs_ac {
 	struct kref ref;
@@ -390,6 +410,7 @@ struct rs_ac {
 	u32 rx_reserved;
 	u32 rx_held;
 	bool rx_ondemand;
+	bool rx_named;
 	bool rx_active;
 	bool rx_full;
 	bool rx_peer_wants;
@@ -397,6 +418,11 @@ struct rs_ac {
 	struct list_head rx_want_node;
 	struct list_head rx_lend_node;
 	bool rx_done;
+	struct rs_slot_fifo rx_sent;
+	struct rs_slot_fifo rx_unsent;
+	u32 *tx_slots;
+	u32 tx_slots_head;
+	u32 tx_slots_cap;
 	u32 rx_seq;
 	u32 rx_off;
 	u32 rx_msg_len;
@@ -535,11 +561,16 @@ void rs_listeners_show(struct seq_file *m);
 /* credit.c: receive slots and credits */
 bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp);
 void rs_rx_close(struct rs_ac *ac);
-bool rs_rx_take(struct rs_ac *ac);
+bool rs_rx_take(struct rs_ac *ac, u32 *idx);
 void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn);
 void rs_rx_want(struct rs_ac *ac);
 int rs_rx_returned(struct rs_ac *ac, u32 n);
 u32 rs_ac_take_credits(struct rs_ac *ac);
+u32 rs_ac_take_grant(struct rs_ac *ac, u32 *slots, u32 max);
+void rs_ac_grant_soon(struct rs_ac *ac);
+int rs_ac_slots_room(struct rs_ac *ac, u32 n);
+void rs_ac_got_slots(struct rs_ac *ac, const void *payload, u32 n);
+u32 rs_ac_take_slot(struct rs_ac *ac);
 void rs_ac_got_credits(struct rs_ac *ac, u32 n);
 void rs_ac_queued_send(struct rs_ac *ac);
 void rs_ac_after_chunk(struct rs_ac *ac);

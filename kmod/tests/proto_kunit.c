@@ -2,7 +2,8 @@
 /*
  * KUnit tests for the wire format (proto.c): every message type round
  * trips, every malformed header is rejected, a version 2 batch is taken
- * whole or refused whole, and version 3's CREDIT flags are checked.
+ * whole or refused whole, version 3's CREDIT flags are checked, and
+ * version 4's grants carry their slot indices and ride on nothing else.
  */
 #include <kunit/test.h>
 #include <linux/module.h>
@@ -234,6 +235,79 @@ static void proto_credit_flags_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), -EINVAL);
 }
 
+/*
+ * Version 4: a CREDIT, CONNECT or ACCEPT carries the indices of the slots
+ * it grants, exactly as many as it grants, at most RS_PROTO_MAX_WINDOW; no
+ * other record grants; RETURN and RECLAIM carry none.
+ */
+static void proto_named_credits_test(struct kunit *test)
+{
+	static const u32 slots[] = { 7, 0, 0xffffffff, 3 };
+	struct rs_proto_msg m = { .type = RS_MSG_CREDIT, .dst_conn = 3, .src_conn = 4,
+				  .credits = 4, .len = 16 };
+	struct rs_proto_msg out;
+	u8 buf[BUF_LEN];
+	unsigned int i;
+
+	/* A grant, and a grant with WANT: the indices round trip. */
+	KUNIT_ASSERT_EQ(test, rs_proto_slots_off(&m, 4), 0);
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), RS_HDR_LEN);
+	rs_proto_put_slots(buf + RS_HDR_LEN, slots, 4);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + 16, 4, 65536, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.credits, 4);
+	for (i = 0; i < ARRAY_SIZE(slots); i++)
+		KUNIT_EXPECT_EQ(test, rs_proto_get_slot(buf + RS_HDR_LEN, i), slots[i]);
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 3], 7);		/* big endian */
+	m.flags = RS_F_WANT;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), RS_HDR_LEN);
+	/* As many indices as credits. */
+	m.len = 12;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	m.flags = 0;
+	m.len = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	/* A version 3 CREDIT has no payload. */
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_EXPECT_EQ(test, rs_proto_slots_off(&m, 3), -1);
+	/* At most a window. */
+	m.credits = RS_PROTO_MAX_WINDOW + 1;
+	m.len = m.credits * RS_SLOT_IDX_LEN;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	/* RETURN and RECLAIM name nothing. */
+	m.credits = 2;
+	m.len = 0;
+	m.flags = RS_F_RETURN;
+	KUNIT_EXPECT_EQ(test, rs_proto_slots_off(&m, 4), -1);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), RS_HDR_LEN);
+	m.len = 8;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+
+	/* A CONNECT's indices follow its parameters. */
+	m = good_msgs[5];
+	m.conn.credits = 2;
+	m.len = RS_CONN_PARAMS_LEN + 8;
+	KUNIT_ASSERT_EQ(test, rs_proto_slots_off(&m, 4), RS_CONN_PARAMS_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_CONN_PARAMS_LEN);
+	rs_proto_put_slots(buf + RS_HDR_LEN + RS_CONN_PARAMS_LEN, slots, 2);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 4, 65536, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.conn.credits, 2);
+	KUNIT_EXPECT_EQ(test, rs_proto_get_slot(buf + RS_HDR_LEN + RS_CONN_PARAMS_LEN, 1), 0);
+	/* Without them, or as version 3 with them: malformed. */
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_CONN_PARAMS_LEN, 4, 65536,
+					      &out), -EBADMSG);
+	buf[0] = 3;
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 3, 65536, &out),
+			-EBADMSG);
+
+	/* No DATA, CLOSE or header of a CONNECT grants. */
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&good_msgs[0], 4, buf, sizeof(buf)), -EINVAL);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&good_msgs[0], 3, buf, sizeof(buf)), RS_HDR_LEN);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&good_msgs[11], 4, buf, sizeof(buf)), -EINVAL);
+	m.credits = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+}
+
 /* The header is big endian on the wire whatever the host. */
 static void proto_byte_order_test(struct kunit *test)
 {
@@ -241,6 +315,7 @@ static void proto_byte_order_test(struct kunit *test)
 	u8 buf[BUF_LEN];
 
 	m.seq = 0x01020304;
+	m.credits = 0;		/* version 4: only CREDITs grant */
 	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, RS_PROTO_VERSION, buf, sizeof(buf)),
 			RS_HDR_LEN);
 	KUNIT_EXPECT_EQ(test, buf[0], RS_PROTO_VERSION);
@@ -388,6 +463,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_limits_test),
 	KUNIT_CASE(proto_byte_order_test),
 	KUNIT_CASE(proto_credit_flags_test),
+	KUNIT_CASE(proto_named_credits_test),
 	KUNIT_CASE(proto_reject_errno_test),
 	KUNIT_CASE(proto_batch_test),
 	KUNIT_CASE(proto_batch_malformed_test),
