@@ -63,9 +63,12 @@ static void rs_debugfs_show_ac(struct seq_file *m, struct rs_ac *ac)
 		   ac->se.dn.deficit);
 	seq_printf(m, "    tx_msgs %llu tx_bytes %llu tx_chunks %llu credit_stalls %llu\n",
 		   ac->tx_msgs, ac->tx_bytes, ac->tx_chunks, ac->credit_stalls);
-	/* Slots on demand (credit.c): read without the file's rx_lock. */
-	seq_printf(m, "    credits_out %u want_sent %d rx_held %u%s%s%s\n",
-		   ac->credits_out, ac->want_sent, READ_ONCE(ac->rx_held),
+	/*
+	 * Slots on demand (credit.c): read without the file's rx_lock;
+	 * rx_granted: version 4, slots the peer holds credits for.
+	 */
+	seq_printf(m, "    credits_out %u want_sent %d rx_held %u rx_granted %u%s%s%s\n",
+		   ac->credits_out, ac->want_sent, READ_ONCE(ac->rx_held), ac->rx_sent.n,
 		   list_empty_careful(&ac->rx_want_node) ? "" : " wanting",
 		   READ_ONCE(ac->rx_peer_wants) ? " peer_wants" : "",
 		   READ_ONCE(ac->rx_reclaim) ? " reclaim" : "");
