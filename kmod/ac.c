@@ -47,6 +47,7 @@ static struct rs_actable rs_conns = RS_ACTABLE_INIT(rs_conns, true);
 static DEFINE_XARRAY(rs_ports);
 
 static void rs_ac_abort(struct rs_ac *ac);
+static void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app);
 static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own);
 
 /* ---- files ---- */
@@ -1264,7 +1265,7 @@ static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct 
 			return false;
 		}
 		if (err) {
-			rs_ac_do_close(ac, err, false);
+			rs_ac_close_tell(ac, err, false);
 			return false;
 		}
 	}
@@ -1317,7 +1318,9 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		if (qp->version >= 4 && m->conn.credits &&
 		    READ_ONCE(ac->state) == RS_AC_CONNECTING &&
 		    rs_ac_slots_room(ac, m->conn.credits)) {
+			/* Its peer's end is open: close it, as for a CONNECT given up. */
 			rs_ac_do_close(ac, -ENOMEM, false);
+			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0, true);
 			break;
 		}
 		spin_lock_irq(&qp->lock);
@@ -1379,12 +1382,16 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 
 /* ---- file release ---- */
 
-/* Close @ac because its file is going away: tell the peer, drop it. */
-static void rs_ac_abort(struct rs_ac *ac)
+/*
+ * Close @ac for @error as rs_ac_do_close() does, and owe its peer a CLOSE
+ * if the peer knows the AC and has not been told: for an AC that this end
+ * drops while its QP stays up.
+ */
+static void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app)
 {
 	bool tell;
 
-	if (!rs_ac_do_close(ac, -ECONNABORTED, true) || !ac->qp)
+	if (!rs_ac_do_close(ac, error, by_app) || !ac->qp)
 		return;
 	spin_lock_irq(&ac->qp->lock);
 	tell = ac->remote_id && !ac->peer_closed && !ac->close_sent &&
@@ -1392,6 +1399,12 @@ static void rs_ac_abort(struct rs_ac *ac)
 	spin_unlock_irq(&ac->qp->lock);
 	if (tell)
 		rs_qp_stray(ac->qp, ac->remote_id, ac->id, 0, true);
+}
+
+/* Close @ac because its file is going away: tell the peer, drop it. */
+static void rs_ac_abort(struct rs_ac *ac)
+{
+	rs_ac_close_tell(ac, -ECONNABORTED, true);
 }
 
 /* The application's weight, on every QP where it has ACs and later ones. */
