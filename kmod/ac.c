@@ -48,6 +48,8 @@ static DEFINE_XARRAY(rs_ports);
 
 static void rs_ac_abort(struct rs_ac *ac);
 static void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app);
+static void rs_ac_tell_closed(struct rs_ac *ac, bool answer);
+static void rs_ac_unquarantine(struct rs_ac *ac);
 static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own);
 
 /* ---- files ---- */
@@ -142,6 +144,7 @@ static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
 	INIT_LIST_HEAD(&ac->ctrl_node);
 	INIT_LIST_HEAD(&ac->rx_want_node);
 	INIT_LIST_HEAD(&ac->rx_lend_node);
+	INIT_LIST_HEAD(&ac->quar_node);
 	INIT_LIST_HEAD(&ac->closed.node);
 	rs_sched_entity_init(&ac->se, NULL, RS_SCHED_WEIGHT_DEFAULT, RS_BAND_NORMAL);
 	return ac;
@@ -403,12 +406,16 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
 			close = true;
 		rs_op_done(ac, op, error);
 	}
-	rs_ac_del_conn(ac);
-	/* No RECV completion for it after this: its id may be reused. */
+	/* No RECV completion for it after this. */
 	spin_lock_irq(&ac->rf->rx_lock);
 	ac->rx_done = true;
 	spin_unlock_irq(&ac->rf->rx_lock);
-	rs_rx_close(ac);
+	/*
+	 * Its id may be reused once it is out of the table; one in quarantine
+	 * stays there, so that the peer's CLOSE finds it.
+	 */
+	if (!rs_rx_close(ac))
+		rs_ac_del_conn(ac);
 	/*
 	 * Every completion of a CLOSE frees the id, a failed one too: after
 	 * the last completion for the AC, so that a new AC with the id comes
@@ -1290,13 +1297,52 @@ static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct 
 	return kick;
 }
 
+/* The peer's ACCEPT for @ac's CONNECT. */
+static void rs_recv_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
+			   const void *payload)
+{
+	bool opened;
+
+	/* No room for its grant: the AC closes, its peer's end below. */
+	if (qp->version >= 4 && m->conn.credits &&
+	    READ_ONCE(ac->state) == RS_AC_CONNECTING &&
+	    rs_ac_slots_room(ac, m->conn.credits))
+		rs_ac_do_close(ac, -ENOMEM, false);
+	spin_lock_irq(&qp->lock);
+	if (ac->state == RS_AC_CONNECTING) {
+		ac->remote_id = m->src_conn;
+		if (qp->version >= 4) {
+			rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
+			/* What the CONNECT did not grant. */
+			rs_ac_grant_soon(ac);
+		} else {
+			rs_ac_got_credits(ac, m->conn.credits);
+		}
+		ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
+	} else if (!ac->remote_id) {
+		/* Closed, and kept while the peer may fill its slots. */
+		ac->remote_id = m->src_conn;
+	}
+	spin_unlock_irq(&qp->lock);
+	mutex_lock(&ac->rf->ac_lock);
+	opened = ac->state == RS_AC_CONNECTING;
+	if (opened)
+		WRITE_ONCE(ac->state, RS_AC_OPEN);
+	mutex_unlock(&ac->rf->ac_lock);
+	wake_up_all(&ac->wait);
+	if (opened)
+		trace_rdmashare_ac_open(ac);
+	else
+		rs_ac_tell_closed(ac, false);	/* it closed first: so does the peer's end */
+}
+
 /*
  * A record from the peer, for the AC it names.  True if the sender has new
  * work (credits came): the caller pushes once per SEND, not per record.
  */
 bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
 {
-	bool kick = false, opened;
+	bool kick = false;
 	struct rs_ac *ac;
 
 	if (m->type == RS_MSG_KEEPALIVE)
@@ -1315,39 +1361,18 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 
 	switch (m->type) {
 	case RS_MSG_ACCEPT:
-		if (qp->version >= 4 && m->conn.credits &&
-		    READ_ONCE(ac->state) == RS_AC_CONNECTING &&
-		    rs_ac_slots_room(ac, m->conn.credits)) {
-			/* Its peer's end is open: close it, as for a CONNECT given up. */
-			rs_ac_do_close(ac, -ENOMEM, false);
-			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0, true);
-			break;
-		}
-		spin_lock_irq(&qp->lock);
-		if (ac->state == RS_AC_CONNECTING) {
-			ac->remote_id = m->src_conn;
-			if (qp->version >= 4) {
-				rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
-				/* What the CONNECT did not grant. */
-				rs_ac_grant_soon(ac);
-			} else {
-				rs_ac_got_credits(ac, m->conn.credits);
-			}
-			ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
-		}
-		spin_unlock_irq(&qp->lock);
-		mutex_lock(&ac->rf->ac_lock);
-		opened = ac->state == RS_AC_CONNECTING;
-		if (opened)
-			WRITE_ONCE(ac->state, RS_AC_OPEN);
-		mutex_unlock(&ac->rf->ac_lock);
-		wake_up_all(&ac->wait);
-		if (opened)
-			trace_rdmashare_ac_open(ac);
+		rs_recv_accept(qp, ac, m, payload);
 		break;
 	case RS_MSG_REJECT:
+		/* The peer never opened its end: nothing of it fills a slot. */
+		if (ac->remote_id)
+			break;
+		spin_lock_irq(&qp->lock);
+		ac->peer_closed = true;
+		spin_unlock_irq(&qp->lock);
 		if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
 			rs_ac_do_close(ac, rs_proto_reject_errno(m->error), false);
+		rs_ac_unquarantine(ac);
 		break;
 	case RS_MSG_DATA:
 		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
@@ -1371,6 +1396,13 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 		ac->peer_closed = true;
 		spin_unlock_irq(&qp->lock);
 		rs_ac_do_close(ac, 0, false);
+		/*
+		 * The peer sends no more: slots this end kept for it are free.
+		 * Version 4: answered, so that the peer gets its own back.
+		 */
+		rs_ac_unquarantine(ac);
+		if (qp->version >= 4)
+			rs_ac_tell_closed(ac, true);
 		break;
 	}
 
@@ -1383,22 +1415,64 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 /* ---- file release ---- */
 
 /*
- * Close @ac for @error as rs_ac_do_close() does, and owe its peer a CLOSE
- * if the peer knows the AC and has not been told: for an AC that this end
- * drops while its QP stays up.
+ * Owe the peer a CLOSE for @ac, which closed, if the peer knows the AC and
+ * has not been told: unless its end closed first, or (@answer, version 4)
+ * even then, as the answer that ends its quarantine.
+ */
+static void rs_ac_tell_closed(struct rs_ac *ac, bool answer)
+{
+	struct rs_qp *qp = ac->qp;
+	bool tell;
+
+	if (!qp)
+		return;
+	spin_lock_irq(&qp->lock);
+	tell = ac->remote_id && !ac->close_sent && (answer || !ac->peer_closed) &&
+	       qp->state != RS_QP_DOWN;
+	if (tell)
+		ac->close_sent = true;
+	spin_unlock_irq(&qp->lock);
+	if (tell)
+		rs_qp_stray(qp, ac->remote_id, ac->id, 0, true);
+}
+
+/*
+ * Close @ac for @error as rs_ac_do_close() does, and tell its peer: for an
+ * AC that this end drops while its QP stays up.
  */
 static void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app)
 {
-	bool tell;
+	if (rs_ac_do_close(ac, error, by_app))
+		rs_ac_tell_closed(ac, false);
+}
 
-	if (!rs_ac_do_close(ac, error, by_app) || !ac->qp)
+/* @ac's quarantine is over: its id goes, and the quarantine's reference. */
+static void rs_ac_unquarantine(struct rs_ac *ac)
+{
+	if (!rs_rx_unquarantine(ac))
 		return;
-	spin_lock_irq(&ac->qp->lock);
-	tell = ac->remote_id && !ac->peer_closed && !ac->close_sent &&
-	       ac->qp->state != RS_QP_DOWN;
-	spin_unlock_irq(&ac->qp->lock);
-	if (tell)
-		rs_qp_stray(ac->qp, ac->remote_id, ac->id, 0, true);
+	rs_ac_del_conn(ac);
+	rs_ac_put(ac);
+}
+
+/*
+ * The teardown destroyed @qp: nothing fills a slot any more, the ACs in
+ * quarantine on it end it, and none starts it.
+ */
+void rs_qp_quarantine_end(struct rs_qp *qp)
+{
+	struct rs_ac *ac;
+
+	spin_lock_irq(&qp->lock);
+	qp->quar_over = true;
+	while ((ac = list_first_entry_or_null(&qp->quarantined, struct rs_ac, quar_node))) {
+		kref_get(&ac->ref);
+		spin_unlock_irq(&qp->lock);
+		rs_ac_unquarantine(ac);
+		rs_ac_put(ac);
+		spin_lock_irq(&qp->lock);
+	}
+	spin_unlock_irq(&qp->lock);
 }
 
 /* Close @ac because its file is going away: tell the peer, drop it. */

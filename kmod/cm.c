@@ -19,7 +19,8 @@
  * Teardown order (rs_qp_down_work): mark the QP down, disconnect, fail
  * every pinned AC, unlist it from the peer and the device, drain the send
  * queue (every posted TX completes and drops its references), stop the
- * sender, destroy the QP and the cm_id, free the CQ and the TX buffers.
+ * sender, destroy the QP (then the slots kept for closed ACs are free:
+ * rs_qp_quarantine_end()) and the cm_id, free the CQ and the TX buffers.
  * What is left is memory that ACs may still point to, freed with the last
  * reference.  rdma_cm handlers never destroy their own cm_id once
  * a QP owns it: the down work does, in process context.
@@ -140,7 +141,8 @@ static void rs_qp_keepalive(struct work_struct *work)
 {
 	struct rs_qp *qp = container_of(to_delayed_work(work), struct rs_qp, keepalive);
 	unsigned int ms = READ_ONCE(rs_keepalive_ms);
-	bool ping;
+	bool ping, stuck;
+	struct rs_ac *ac;
 
 	spin_lock_irq(&qp->lock);
 	if (qp->state != RS_QP_UP) {
@@ -150,7 +152,18 @@ static void rs_qp_keepalive(struct work_struct *work)
 	ping = !list_empty(&qp->acs);
 	if (ping)
 		qp->ping_pending = true;
+	/* Version 4: a CLOSE unanswered keeps slots from the file's ACs. */
+	ac = list_first_entry_or_null(&qp->quarantined, struct rs_ac, quar_node);
+	stuck = ac && time_after(jiffies, ac->quar_since +
+				 msecs_to_jiffies(READ_ONCE(rs_connect_timeout_ms)));
 	spin_unlock_irq(&qp->lock);
+	if (stuck) {
+		pr_warn_ratelimited("QP %u: the peer did not answer a CLOSE: taking it down\n",
+				    qp->qp_num);
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -ETIMEDOUT);
+		return;
+	}
 	if (ping)
 		rs_qp_kick(qp);
 	if (ms)
@@ -315,6 +328,7 @@ static struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 	INIT_LIST_HEAD(&qp->ctrl);
 	INIT_LIST_HEAD(&qp->rejects);
 	INIT_LIST_HEAD(&qp->acs);
+	INIT_LIST_HEAD(&qp->quarantined);
 	INIT_LIST_HEAD(&qp->peer_node);
 	INIT_WORK(&qp->send_work, rs_sender_work);
 	INIT_WORK(&qp->down_work, rs_qp_down_work);
@@ -549,6 +563,8 @@ static void rs_qp_down_work(struct work_struct *work)
 	if (qp->qp)
 		ib_destroy_qp(qp->qp);
 	qp->qp = NULL;
+	/* Nothing fills a receive slot now. */
+	rs_qp_quarantine_end(qp);
 	/* Parked only now: nothing of the QP (its event handler) uses it. */
 	if (qp->cm_id && !(park && rs_park_cm_id(qp->rdev, qp->cm_id))) {
 		if (park)

@@ -36,7 +36,11 @@
  * slots in the order they were granted; a chunk takes the oldest one, a
  * RETURN gives back the oldest ones, so both ends agree on which slot each
  * chunk uses (the sender keeps the indices it was granted, in the same
- * order, for direct placement).
+ * order, for direct placement).  The slots granted to an AC that closes
+ * stay out of the pool until the peer's CLOSE or the QP's end
+ * (quarantine): a peer that writes into them cannot reach an AC they are
+ * lent to next.  A version 4 end answers a CLOSE with its own (ac.c), so
+ * that the closing end gets them back.
  *
  * Locks: rf->rx_lock for the receiving end, outside the QP's lock, which
  * covers the sending end (send_credits, credits_out, control bits) and an
@@ -243,22 +247,49 @@ bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp)
 	return true;
 }
 
-/* The AC receives no more (rx_done is set): its promised slots go back. */
-void rs_rx_close(struct rs_ac *ac)
+/*
+ * Version 4, called with rx_lock and the QP's lock held: may the peer still
+ * fill the slots granted to @ac, which closed?  Until the peer's CLOSE says
+ * that it sends no more (RC delivers it after everything it sent before)
+ * or the QP is destroyed, they stay out of the pool: the AC waits on its
+ * QP's quarantined list (a reference), and keeps its file and data area.
+ */
+static bool rs_rx_quarantine(struct rs_ac *ac, struct rs_qp *qp)
+{
+	if (!list_empty(&ac->quar_node))
+		return true;
+	if (!ac->rx_sent.n || ac->peer_closed || qp->quar_over)
+		return false;
+	kref_get(&ac->ref);
+	ac->quar_since = jiffies;
+	list_add_tail(&ac->quar_node, &qp->quarantined);
+	return true;
+}
+
+/*
+ * The AC receives no more (rx_done is set): its promised slots go back, but
+ * those its peer may still fill (version 4).  True if some are kept: the
+ * AC is in quarantine until rs_rx_unquarantine().
+ */
+bool rs_rx_close(struct rs_ac *ac)
 {
 	struct rs_file *rf = ac->rf;
-	bool serve;
+	bool serve, kept = false;
+	u32 n;
 
 	spin_lock_irq(&rf->rx_lock);
-	rf->rx_unreserved += ac->rx_reserved;
-	ac->rx_reserved = 0;
 	if (ac->rx_named && ac->qp) {
 		spin_lock(&ac->qp->lock);
-		rs_rx_drop(ac, &ac->rx_sent, ac->rx_sent.n);
 		rs_rx_drop(ac, &ac->rx_unsent, ac->rx_unsent.n);
 		ac->credits_out = 0;
+		kept = rs_rx_quarantine(ac, ac->qp);
+		if (!kept)
+			rs_rx_drop(ac, &ac->rx_sent, ac->rx_sent.n);
 		spin_unlock(&ac->qp->lock);
 	}
+	n = kept ? ac->rx_sent.n : 0;
+	rf->rx_unreserved += ac->rx_reserved - n;
+	ac->rx_reserved = n;
 	list_del_init(&ac->rx_lend_node);
 	list_del_init(&ac->rx_want_node);
 	rs_rx_active(ac);
@@ -266,6 +297,38 @@ void rs_rx_close(struct rs_ac *ac)
 	spin_unlock_irq(&rf->rx_lock);
 	if (serve)
 		rs_rx_serve(rf);
+	return kept;
+}
+
+/*
+ * @ac's quarantine ends (its peer's CLOSE came, or its QP was destroyed):
+ * the slots it kept go back.  False if it was not in quarantine; if it was,
+ * the caller drops the quarantine's reference.
+ */
+bool rs_rx_unquarantine(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	bool was, serve;
+
+	if (!ac->qp)
+		return false;
+	spin_lock_irq(&rf->rx_lock);
+	spin_lock(&ac->qp->lock);
+	was = !list_empty(&ac->quar_node);
+	if (was) {
+		list_del_init(&ac->quar_node);
+		rs_rx_drop(ac, &ac->rx_sent, ac->rx_sent.n);
+	}
+	spin_unlock(&ac->qp->lock);
+	if (was) {
+		rf->rx_unreserved += ac->rx_reserved;
+		ac->rx_reserved = 0;
+	}
+	serve = was && rf->rx_unreserved && !list_empty(&rf->rx_wanting);
+	spin_unlock_irq(&rf->rx_lock);
+	if (serve)
+		rs_rx_serve(rf);
+	return was;
 }
 
 /*

@@ -79,17 +79,21 @@ static int rs_debugfs_peer_show(struct seq_file *m, void *v)
 	struct rs_peer *peer = m->private;
 	struct rs_qp *qp;
 	struct rs_ac *ac;
+	u32 quar;
 
 	seq_printf(m, "peer %pISc qps %d acs %d\n", &peer->addr,
 		   atomic_read(&peer->nr_qps), atomic_read(&peer->nr_acs));
 	mutex_lock(&peer->qps_lock);
 	list_for_each_entry(qp, &peer->qps, peer_node) {
 		spin_lock_irq(&qp->lock);
-		seq_printf(m, "qp %u %s %s%s acs %u inflight %u inflight_bytes %u tx_free %u\n",
+		quar = 0;
+		list_for_each_entry(ac, &qp->quarantined, quar_node)
+			quar++;
+		seq_printf(m, "qp %u %s %s%s acs %u inflight %u inflight_bytes %u tx_free %u quarantined %u\n",
 			   qp->qp_num, rs_qp_state_name(qp->state),
 			   qp->active ? "active" : "passive", qp->loop ? " loop" : "",
 			   qp->nr_acs, qp->tx_inflight, qp->tx_inflight_bytes,
-			   qp->nr_tx_free);
+			   qp->nr_tx_free, quar);
 		list_for_each_entry(ac, &qp->acs, qp_node)
 			rs_debugfs_show_ac(m, ac);
 		spin_unlock_irq(&qp->lock);

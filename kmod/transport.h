@@ -160,6 +160,9 @@ enum rs_qp_state {
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
  * @nr_acs: length of @acs
  * @groups: scheduler groups of the files with ACs here (rs_qp_group.node)
+ * @quarantined: closed ACs whose slots the peer may still fill, until its
+ *	CLOSE or the QP's end (rs_ac.quar_node, credit.c); a reference each
+ * @quar_over: the QP is destroyed: nothing fills a slot, none is kept
  * @hol_ac: the AC whose message the last chunk was in the middle of (no
  *	reference: unpinning an AC clears it)
  * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
@@ -206,6 +209,8 @@ struct rs_qp {
 	struct list_head acs;
 	u32 nr_acs;
 	struct list_head groups;
+	struct list_head quarantined;
+	bool quar_over;
 	struct rs_ac *hol_ac;
 	atomic_t nr_waiters;
 	struct list_head peer_node;
@@ -360,7 +365,9 @@ struct rs_slot_fifo {
  * @rx_done (closed: deliver nothing more), @rx_seq/@rx_off/@rx_msg_len (the
  * message being received).  Version 4, under the QP's lock too: the slots
  * promised, @rx_sent (granted to the peer, oldest first: a chunk takes the
- * head) and @rx_unsent (@credits_out of them, the grant not sent yet).
+ * head) and @rx_unsent (@credits_out of them, the grant not sent yet);
+ * once closed, @quar_node (in the QP's quarantined list since @quar_since,
+ * while the peer may still fill @rx_sent).
  *
  * Version 4, the send side: @tx_slots, a ring of @tx_slots_cap entries from
  * @tx_slots_head, the peer's slots granted to this end (@send_credits of
@@ -418,6 +425,8 @@ struct rs_ac {
 	struct list_head rx_want_node;
 	struct list_head rx_lend_node;
 	bool rx_done;
+	struct list_head quar_node;
+	unsigned long quar_since;
 	struct rs_slot_fifo rx_sent;
 	struct rs_slot_fifo rx_unsent;
 	u32 *tx_slots;
@@ -555,12 +564,14 @@ bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payl
 void rs_ac_put(struct rs_ac *ac);
 void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 void rs_ac_qp_down(struct rs_ac *ac, int error);
+void rs_qp_quarantine_end(struct rs_qp *qp);
 void rs_ac_ctrl(struct rs_ac *ac, u32 bit);
 void rs_listeners_show(struct seq_file *m);
 
 /* credit.c: receive slots and credits */
 bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp);
-void rs_rx_close(struct rs_ac *ac);
+bool rs_rx_close(struct rs_ac *ac);
+bool rs_rx_unquarantine(struct rs_ac *ac);
 bool rs_rx_take(struct rs_ac *ac, u32 *idx);
 void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn);
 void rs_rx_want(struct rs_ac *ac);

@@ -174,6 +174,41 @@ static inline int rs_device_acs(void)
 	return n;
 }
 
+/*
+ * ACs in quarantine (closed, slots kept until the peer's CLOSE) on every QP
+ * to every peer, from debugfs; -1 on error.
+ */
+static inline int rs_quarantined(void)
+{
+	static char buf[1 << 16];
+	char path[512], *p;
+	struct dirent *de;
+	int fd, n = 0;
+	ssize_t len;
+	DIR *d;
+
+	d = opendir("/sys/kernel/debug/rdmashare/peers");
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/kernel/debug/rdmashare/peers/%.255s", de->d_name);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = 0;
+		for (p = buf; (p = strstr(p, " quarantined ")); p++)
+			n += atoi(p + strlen(" quarantined "));
+	}
+	closedir(d);
+	return n;
+}
+
 /* Write a string to a sysfs file in one write(); 0 or -errno. */
 static inline int rs_write_file(const char *path, const char *s)
 {

@@ -11,7 +11,8 @@
  * Two ends whose SENDs both wait for credits can still RELEASE.
  * rdmashare_recv_any() takes the messages of several ACs in the order they
  * came, whole (multi-chunk ones too) and each AC's in order, reports an
- * AC's end once, times out, and refuses a NULL id.
+ * AC's end once, times out, and refuses a NULL id.  The slots a closed AC
+ * lent its peer come back once the peer answered its CLOSE.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -865,6 +866,64 @@ TEST_F_TIMEOUT(data, recv_any, 120)
 	EXPECT_EQ(-ETIME, rdmashare_recv_any(s, &ac, in, sizeof(in), 200));
 	rdmashare_close(c);
 	rdmashare_close(s);
+}
+
+/*
+ * The slots an AC lent its peer stay out of the pool after it closes until
+ * the peer's CLOSE (version 4 answers every CLOSE), so that a chunk the
+ * peer had on its way cannot land in an AC they go to next.  A client of 4
+ * slots opens, receives on and closes 12 ACs in turn, closing first or
+ * second, sometimes with the peer's messages unread: were a closed AC's
+ * slots never given back, the second AC would wait for credits for ever.
+ * Afterwards no AC is left in quarantine.
+ */
+TEST_F_TIMEOUT(data, closed_slots_come_back, 180)
+{
+	struct sockaddr_in sin = peer_addr(PORT + 11);
+	struct rdmashare *srv = open_setup(), *cli = rs_open_setup(1 << 20, 4);
+	unsigned char out[64], in[64];
+	int l, c, s, r, i, left = -1;
+
+	ASSERT_NE(NULL, srv);
+	ASSERT_NE(NULL, cli);
+	l = rdmashare_listen(srv, PORT + 11, 4);
+	ASSERT_LT(0, l);
+	for (r = 0; r < 12; r++) {
+		c = rdmashare_connect(cli, (struct sockaddr *)&sin, 20000);
+		ASSERT_LT(0, c) TH_LOG("round %d", r);
+		s = rdmashare_accept(srv, l, 20000);
+		ASSERT_LT(0, s) TH_LOG("round %d", r);
+		for (i = 0; i < 3; i++) {
+			fill(out, sizeof(out), r * 10 + i);
+			ASSERT_EQ(0, rdmashare_send(srv, s, out, sizeof(out)));
+			ASSERT_EQ((ssize_t)sizeof(in), rdmashare_recv(cli, c, in, sizeof(in), 20000))
+				TH_LOG("round %d message %d", r, i);
+			ASSERT_EQ(0, memcmp(out, in, sizeof(in))) TH_LOG("round %d message %d", r, i);
+		}
+		/* Every third round, two more messages that nobody reads. */
+		for (i = 0; r % 3 == 2 && i < 2; i++)
+			ASSERT_EQ(0, rdmashare_send(srv, s, out, sizeof(out)));
+		ASSERT_EQ(0, rdmashare_flush(srv, 20000));
+		if (r % 2) {
+			ASSERT_EQ(0, rdmashare_close_ac(cli, c));
+			while (rdmashare_recv(srv, s, in, sizeof(in), 20000) > 0)
+				;
+			ASSERT_EQ(0, rdmashare_close_ac(srv, s));
+		} else {
+			ASSERT_EQ(0, rdmashare_close_ac(srv, s));
+			while (rdmashare_recv(cli, c, in, sizeof(in), 20000) > 0)
+				;
+			ASSERT_EQ(0, rdmashare_close_ac(cli, c));
+		}
+	}
+	for (i = 0; i < 100 && left; i++) {
+		left = rs_quarantined();
+		if (left)
+			usleep(100000);
+	}
+	EXPECT_EQ(0, left);
+	rdmashare_close(cli);
+	rdmashare_close(srv);
 }
 
 TEST_HARNESS_MAIN

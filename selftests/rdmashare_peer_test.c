@@ -153,7 +153,7 @@ TEST_F_TIMEOUT(tun, send_depth, 180)
 {
 	static const char *const bad[] = { "0", "4097", "-1", "x", "\n", "8 8" };
 	struct rdmashare *rs = rs_open_setup(1 << 20, 64);
-	char path[256], *buf = calloc(1, 65536), *p, *eol;
+	char path[256], *buf = calloc(1, 65536), *p, *eol, *q;
 	int l, c, s, fd, n, qps = 0, free8 = 0, tries;
 
 	ASSERT_NE(NULL, rs);
@@ -188,7 +188,8 @@ TEST_F_TIMEOUT(tun, send_depth, 180)
 		for (p = buf; (p = strstr(p, "\nqp ")); p++) {
 			qps++;
 			eol = strchr(p + 1, '\n');
-			if (eol && !strncmp(eol - 10, " tx_free 8", 10))
+			q = strstr(p + 1, " tx_free 8 ");
+			if (eol && q && q < eol)
 				free8++;
 		}
 		if (free8 == 2)
