@@ -346,7 +346,7 @@ static int release_slot(struct rdmashare *rs, const struct rdmashare_cqe *cqe)
 
 /*
  * The receiver's loop over the raw CQ: every chunk is counted for its AC
- * (index in @acs) and its slot given back at once.  Counting starts once
+ * (index in @acs) and its slot given back.  Counting starts once
  * every AC has delivered something (all are backlogged), and stops after
  * @limit bytes.
  */
@@ -378,7 +378,8 @@ static int receive_shares(struct rdmashare *rs, const int *acs, unsigned int n,
 			return -3;
 		}
 		rdmashare_cqe_seen(rs, cqe);
-		if (rdmashare_submit(rs) < 0)
+		/* Slots go back once the CQ is drained (or the SQ full). */
+		if (!rdmashare_cq_ready(rs) && rdmashare_submit(rs) < 0)
 			return -4;
 	}
 	return 0;
@@ -509,42 +510,70 @@ TEST_F_TIMEOUT(sched, two_level_shares, 600)
 
 /* ---- quanta ---- */
 
+static int cmp_uint(const void *a, const void *b)
+{
+	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * Once both ACs of @acs have delivered a chunk, receive @n more and return
- * the mean length of the runs of consecutive chunks of @acs[@which]: the
- * order of the wire, since both ride one QP into one receiving file.
+ * the median length of the runs of consecutive chunks of @acs[@which]: the
+ * order of the wire, since both ride one QP into one receiving file.  The
+ * median, not the mean: a run that grew while the other AC was briefly out
+ * of credits or of queued messages (its sender not scheduled on a loaded
+ * host) is an outlier, not a turn.  Slots go back in batches, whenever the
+ * CQ is drained, so that this receiver keeps up with the QP.
  */
-static double mean_run(struct rdmashare *rs, const int *acs, int which, unsigned int n)
+static double median_run(struct rdmashare *rs, const int *acs, int which, unsigned int n)
 {
-	unsigned int got = 0, mine = 0, runs = 0;
+	unsigned int got = 0, nruns = 0, *runs;
 	struct rdmashare_cqe *cqe;
 	bool seen[2] = {};
+	double res = -5;
 	int i, last = -1;
 
+	runs = calloc(n, sizeof(*runs));
+	if (!runs)
+		return -5;
 	while (got < n) {
 		if (rdmashare_wait_cqe(rs, &cqe, 30000))
-			return -1;
+			goto out;
 		if (cqe->type == RDMASHARE_CQE_RECV) {
 			i = (int)cqe->ac == acs[0] ? 0 : (int)cqe->ac == acs[1] ? 1 : -1;
-			if (i < 0 || release_slot(rs, cqe))
-				return -2;
+			if (i < 0 || release_slot(rs, cqe)) {
+				res = -2;
+				goto out;
+			}
 			if (seen[0] && seen[1]) {
 				got++;
 				if (i == which) {
-					mine++;
-					runs += last != which;
+					nruns += last != which;
+					runs[nruns - 1]++;
 				}
 				last = i;
 			}
 			seen[i] = true;
 		} else if (cqe->type == RDMASHARE_CQE_CLOSED) {
-			return -3;
+			res = -3;
+			goto out;
 		}
 		rdmashare_cqe_seen(rs, cqe);
-		if (rdmashare_submit(rs) < 0)
-			return -4;
+		if (!rdmashare_cq_ready(rs) && rdmashare_submit(rs) < 0) {
+			res = -4;
+			goto out;
+		}
 	}
-	return runs ? (double)mine / runs : 0;
+	/* The last run may have been cut short: not counted. */
+	if (nruns > 1)
+		nruns--;
+	qsort(runs, nruns, sizeof(*runs), cmp_uint);
+	res = nruns ? (nruns % 2 ? runs[nruns / 2] :
+		       (runs[nruns / 2 - 1] + runs[nruns / 2]) / 2.0) : 0;
+out:
+	free(runs);
+	return res;
 }
 
 /*
@@ -594,7 +623,7 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 			acs[i] = rdmashare_accept(rs, l, 30000);
 			ASSERT_LE(0, acs[i]);
 		}
-		run[c] = mean_run(rs, acs, 0, 3000);
+		run[c] = median_run(rs, acs, 0, 3000);
 		TH_LOG("sched_quantum %s, sched_latency_quantum %s: %s AC's turns of %.1f chunks",
 		       cfg[c].quantum, cfg[c].latency_quantum,
 		       cfg[c].band == RDMASHARE_BAND_LATENCY ? "latency" : "normal", run[c]);
