@@ -571,7 +571,9 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
  * it the receive slots it opens with, and queue its first control message.
  * -ECONNRESET if the QP is down already, -ECONNABORTED if the AC was closed
  * meanwhile (its file is going away), -ENOBUFS if a version 1 or 2 AC finds
- * no slot.
+ * no slot.  From version 4 on, the file's data area is mapped for the QP's
+ * device now: the first CONNECT or ACCEPT names the slots' rkey, and the
+ * chunks go in place from the start.
  *
  * The AC's state is checked under its file's ac_lock, which rs_ac_do_close()
  * holds to close it: either the close sees ac->qp set and rs_ac_finish()
@@ -579,12 +581,16 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
  */
 static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 {
+	struct rs_dma_map *map = NULL;
 	struct rs_qp_group *spare;
 	int ret = 0;
 
 	spare = kzalloc(sizeof(*spare), GFP_KERNEL_ACCOUNT);
 	if (!spare)
 		return -ENOMEM;
+	/* Without a mapping (no memory), chunks are copied. */
+	if (qp->version >= 4)
+		map = rs_dma_map_get(ac->rf, qp->rdev);
 	mutex_lock(&ac->rf->ac_lock);
 	spin_lock_irq(&ac->rf->rx_lock);
 	spin_lock(&qp->lock);
@@ -596,6 +602,7 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 		ret = -ENOBUFS;
 	} else {
 		ac->qp = qp;
+		ac->map = map;
 		rs_qp_pin_locked(qp, ac, &spare);
 		rs_ac_ctrl(ac, ctrl);
 	}
@@ -784,7 +791,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 /* SEND, SHUTDOWN, or CLOSE of an open AC: queued for the sender. */
 static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 {
-	const struct rs_dma_map *map = NULL;
+	struct rs_dma_map *map = NULL;
 	struct rs_file *rf = ac->rf;
 	struct rs_device *rdev;
 	bool dup_close;
@@ -809,7 +816,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	 * Its chunks over pullup_max go from the data area in place, once it
 	 * is mapped for the device (sender.c); without a mapping, copied.
 	 */
-	if (op->opcode == RDMASHARE_OP_SEND && !ac->tx_map &&
+	if (op->opcode == RDMASHARE_OP_SEND && !ac->map &&
 	    op->len > READ_ONCE(rs_pullup_max)) {
 		rdev = READ_ONCE(ac->qp->rdev);
 		if (rdev)
@@ -818,7 +825,7 @@ static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 
 	spin_lock_irq(&ac->qp->lock);
 	if (map)
-		ac->tx_map = map;
+		ac->map = map;
 	dup_close = ac->close_queued;
 	if (ac->peer_closed)
 		err = -EPIPE;
@@ -1085,6 +1092,8 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
 		ac->send_credits = m->conn.credits;
 	}
 	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
+	ac->peer_stride = m->conn.slot_size;
+	ac->peer_rkey = m->conn.rkey;
 
 	mutex_lock(&rf->ac_lock);
 	if (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max) {
@@ -1182,14 +1191,24 @@ static void rs_ac_peer_shut(struct rs_ac *ac)
 		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
 }
 
-/* A DATA chunk into a receive slot of the AC's file. */
+/*
+ * A DATA chunk into a receive slot of the AC's file: copied from the SEND,
+ * or (version 4, RS_F_PLACED) written there by the peer already, into the
+ * slot the record names, which must be the oldest this end granted and
+ * within a slot of the memory region it named (rs_rx_mr_claim()).
+ */
 static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload)
 {
+	bool placed = rs_proto_placed(m);
+	u32 len = rs_proto_chunk_len(m);
 	struct rs_file *rf = ac->rf;
 	struct rdmashare_cqe cqe = {};
 	struct rs_rx_slot *slot;
+	size_t at;
 	u32 idx;
 
+	if (placed && (!READ_ONCE(ac->rx_rkey) || len > rf->rx_slot_size))
+		return -EPROTO;
 	spin_lock_irq(&rf->rx_lock);
 	if (ac->rx_done) {
 		/* Closed here while the chunk was on its way: dropped. */
@@ -1207,28 +1226,34 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 			goto proto;
 		ac->rx_msg_len = m->msg_len;
 	}
-	if (!rs_rx_take(ac, &idx))
-		goto proto;		/* sent without a credit */
+	idx = m->placed.slot;
+	if (!rs_rx_take(ac, placed, &idx))
+		goto proto;		/* sent without a credit, or misplaced */
 	slot = &rf->slots[idx];
 	slot->fid = ac->fid;
 	slot->conn = ac->id;
-	memcpy(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size, payload, m->len);
-	rs_qp_stat(ac->qp, RS_STAT_RX_COPIED, m->len);
+	at = rf->rx_offset + (size_t)idx * rf->rx_slot_size;
+	if (placed) {
+		rs_dma_map_sync_for_cpu(ac->map, at, len);
+	} else {
+		memcpy(rf->data + at, payload, len);
+		rs_qp_stat(ac->qp, RS_STAT_RX_COPIED, len);
+	}
 
-	ac->rx_off += m->len;
+	ac->rx_off += len;
 	ac->rx_chunks++;
-	ac->rx_bytes += m->len;
+	ac->rx_bytes += len;
 	if (m->flags & RS_F_LAST) {
 		ac->rx_seq++;
 		ac->rx_off = 0;
 		ac->rx_msgs++;
 	}
 	cqe.user_data = m->msg_len;
-	cqe.res = m->len;
+	cqe.res = len;
 	cqe.ac = ac->fid;
 	cqe.type = RDMASHARE_CQE_RECV;
 	cqe.flags = (m->flags & RS_F_LAST) ? 0 : RDMASHARE_CQE_F_MORE;
-	cqe.addr = rf->rx_offset + (u64)idx * rf->rx_slot_size;
+	cqe.addr = at;
 	/* Under rx_lock: the slot cannot be released before its index is set. */
 	slot->cq_idx = rs_cq_post_rx(rf, &cqe);
 	spin_unlock_irq(&rf->rx_lock);
@@ -1319,6 +1344,8 @@ static void rs_recv_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_p
 			rs_ac_got_credits(ac, m->conn.credits);
 		}
 		ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
+		ac->peer_stride = m->conn.slot_size;
+		ac->peer_rkey = m->conn.rkey;
 	} else if (!ac->remote_id) {
 		/* Closed, and kept while the peer may fill its slots. */
 		ac->remote_id = m->src_conn;

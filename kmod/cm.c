@@ -416,14 +416,19 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	if (!qp->rdev || !qp->rdev->srq || qp->rdev->removing)
 		return -ENODEV;
 
-	qp->send_depth = min_t(u32, READ_ONCE(rs_send_depth), ibdev->attrs.max_qp_wr - 1);
+	/*
+	 * A SEND takes a work request, and its registrations and WRITEs one
+	 * each (sender.c), all of which complete when the QP is flushed.
+	 */
+	qp->send_depth = min_t(u32, READ_ONCE(rs_send_depth),
+			       (ibdev->attrs.max_qp_wr - 1) / RS_TX_WRS_MAX);
 	/*
 	 * One CQ for sends and receives: draining the SQ then also flushes
 	 * every receive completion that points at the QP.  Room for every
-	 * send (+1 for the drain WR) and every SRQ buffer, or cq_depth if
-	 * that is more (and the device allows it).
+	 * send work request (+1 for the drain WR) and every SRQ buffer, or
+	 * cq_depth if that is more (and the device allows it).
 	 */
-	qp->cq_size = qp->send_depth + 1 + qp->rdev->srq_size;
+	qp->cq_size = qp->send_depth * RS_TX_WRS_MAX + 1 + qp->rdev->srq_size;
 	qp->cq_size = max_t(u32, qp->cq_size,
 			    min_t(u32, READ_ONCE(rs_cq_depth), ibdev->attrs.max_cqe));
 	qp->cq = ib_alloc_cq_any(ibdev, qp, qp->cq_size, IB_POLL_WORKQUEUE);
@@ -442,10 +447,10 @@ static int rs_qp_create_ib(struct rs_qp *qp)
 	attr.send_cq = qp->cq;
 	attr.recv_cq = qp->cq;
 	attr.srq = qp->rdev->srq;
-	attr.cap.max_send_wr = qp->send_depth + 1;
+	attr.cap.max_send_wr = qp->send_depth * RS_TX_WRS_MAX + 1;
 	/* Chunks sent in place take a page each (sender.c). */
 	attr.cap.max_send_sge = min_t(u32, RS_TX_MAX_SGE, ibdev->attrs.max_send_sge);
-	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	qp->qp = ib_create_qp(qp->rdev->pd, &attr);
 	if (IS_ERR(qp->qp)) {

@@ -333,9 +333,10 @@ bool rs_rx_unquarantine(struct rs_ac *ac)
 
 /*
  * Called with rx_lock held: a chunk for @ac arrived; the slot it goes to in
- * *@idx (version 4: the oldest granted), or false without credit.
+ * *@idx (version 4: the oldest granted), or false without credit.  A chunk
+ * the peer placed (@placed) must be in that slot, *@idx on entry.
  */
-bool rs_rx_take(struct rs_ac *ac, u32 *idx)
+bool rs_rx_take(struct rs_ac *ac, bool placed, u32 *idx)
 {
 	struct rs_file *rf = ac->rf;
 
@@ -343,7 +344,7 @@ bool rs_rx_take(struct rs_ac *ac, u32 *idx)
 		return false;
 	if (ac->rx_named) {
 		spin_lock(&ac->qp->lock);
-		if (!ac->rx_sent.n) {
+		if (!ac->rx_sent.n || (placed && ac->rx_sent.head != *idx)) {
 			spin_unlock(&ac->qp->lock);
 			return false;
 		}
@@ -352,7 +353,7 @@ bool rs_rx_take(struct rs_ac *ac, u32 *idx)
 		ac->rx_full = !ac->rx_sent.n;
 		spin_unlock(&ac->qp->lock);
 	} else {
-		if (WARN_ON_ONCE(!rf->nr_rx_free))
+		if (placed || WARN_ON_ONCE(!rf->nr_rx_free))
 			return false;
 		*idx = rf->rx_free[--rf->nr_rx_free];
 		ac->rx_full = ac->rx_reserved - 1 == READ_ONCE(ac->credits_out);

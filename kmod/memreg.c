@@ -13,6 +13,20 @@
  * not contiguous, neither in the kernel's address space as the device sees
  * it (rxe reads page_address()) nor behind an IOMMU.
  *
+ * Version 4 also lets peers write chunks into the file's receive slots
+ * (RDMA WRITE, the zero copy of the receiving side): a memory region over
+ * the slots, zero based, slot i at i * rx_slot_size, registered by a fast
+ * registration work request that rides, unsignaled, with the SEND whose
+ * CONNECT or ACCEPT first names its rkey (rs_rx_mr_claim(), sender.c).
+ * Until that SEND completed, only its QP may name the rkey: on that QP the
+ * registration comes first, on another nothing orders the two.  The region
+ * lasts as long as the mapping.  Its rkey is the file's on the device, not
+ * an AC's: a peer that has it could write into any of the file's slots,
+ * not only those it holds credits for; the receiver checks the slot each
+ * placed chunk names (ac.c), but cannot see a write into another.  Peers
+ * are authenticated rdmashare hosts (cm.c); memory windows bound to a
+ * QP would narrow it, but the kernel's verbs cannot bind them.
+ *
  * Lifetimes.  A mapping goes when its file is freed, which is after every
  * SEND that named it completed (a posted SEND holds its AC, an AC its
  * file); or when its device goes, which is after every QP on the device
@@ -24,6 +38,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/mm.h>
+#include <linux/scatterlist.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
@@ -38,6 +53,57 @@ static void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n)
 
 	while (n--)
 		ib_dma_unmap_page(ibdev, map->dma[n], PAGE_SIZE, DMA_BIDIRECTIONAL);
+}
+
+/*
+ * The memory region over @rf's receive slots: their pages go into its page
+ * list now, its registration rides with a SEND (rs_rx_mr_claim()).  None
+ * if the device has no fast registration or takes fewer pages in a region
+ * than the slots span: chunks are then copied.
+ */
+static void rs_rx_mr_create(struct rs_dma_map *map, struct rs_file *rf)
+{
+	struct ib_device *ibdev = map->rdev->ibdev;
+	unsigned long first = rf->rx_offset >> PAGE_SHIFT, i;
+	struct scatterlist *sgl, *sg;
+	struct ib_mr *mr;
+	u32 n;
+
+	map->rx_off = rf->rx_offset;
+	map->rx_len = rf->rx_slots * rf->rx_slot_size;
+	n = DIV_ROUND_UP(map->rx_len, PAGE_SIZE);
+	if (!(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) ||
+	    n > ibdev->attrs.max_fast_reg_page_list_len || first + n > map->nr_pages)
+		return;
+	sgl = kvmalloc_array(n, sizeof(*sgl), GFP_KERNEL);
+	if (!sgl)
+		return;
+	sg_init_table(sgl, n);
+	for_each_sg(sgl, sg, n, i) {
+		sg_dma_address(sg) = map->dma[first + i];
+		sg_dma_len(sg) = PAGE_SIZE;
+	}
+	mr = ib_alloc_mr(map->rdev->pd, IB_MR_TYPE_MEM_REG, n);
+	if (IS_ERR(mr))
+		goto out_free;
+	if (ib_map_mr_sg_zbva(mr, sgl, n, NULL, PAGE_SIZE) != n) {
+		ib_dereg_mr(mr);
+		goto out_free;
+	}
+	map->rx_mr = mr;
+out_free:
+	kvfree(sgl);
+}
+
+/* Called with rs_dma_maps_lock held: the device no longer sees @map. */
+static void rs_dma_map_release(struct rs_dma_map *map)
+{
+	if (map->rx_mr)
+		ib_dereg_mr(map->rx_mr);
+	map->rx_mr = NULL;
+	rs_dma_map_unmap(map, map->nr_pages);
+	list_del(&map->dev_node);
+	map->rdev = NULL;
 }
 
 /* Called with rs_dma_maps_lock held. */
@@ -63,6 +129,8 @@ static struct rs_dma_map *rs_dma_map_create(struct rs_file *rf, struct rs_device
 		cond_resched();
 	}
 	map->nr_pages = a->nr_pages;
+	spin_lock_init(&map->rx_lock);
+	rs_rx_mr_create(map, rf);
 	list_add(&map->file_node, &rf->dma_maps);
 	list_add(&map->dev_node, &rdev->dma_maps);
 	return map;
@@ -115,10 +183,8 @@ void rs_dma_maps_free(struct rs_file *rf)
 
 	mutex_lock(&rs_dma_maps_lock);
 	list_for_each_entry_safe(map, tmp, &rf->dma_maps, file_node) {
-		if (map->rdev) {
-			rs_dma_map_unmap(map, map->nr_pages);
-			list_del(&map->dev_node);
-		}
+		if (map->rdev)
+			rs_dma_map_release(map);
 		list_del(&map->file_node);
 		kvfree(map->dma);
 		kfree(map);
@@ -137,11 +203,8 @@ void rs_dma_maps_device_gone(struct rs_device *rdev)
 
 	mutex_lock(&rs_dma_maps_lock);
 	rdev->dma_maps_gone = true;
-	list_for_each_entry_safe(map, tmp, &rdev->dma_maps, dev_node) {
-		rs_dma_map_unmap(map, map->nr_pages);
-		list_del(&map->dev_node);
-		map->rdev = NULL;
-	}
+	list_for_each_entry_safe(map, tmp, &rdev->dma_maps, dev_node)
+		rs_dma_map_release(map);
 	mutex_unlock(&rs_dma_maps_lock);
 }
 
@@ -181,4 +244,97 @@ u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		len -= part;
 	}
 	return n;
+}
+
+/**
+ * rs_dma_map_sync_for_cpu() - bytes the device wrote, for the CPU to read
+ * @map: the mapping
+ * @off: offset in the data area
+ * @len: bytes, within the area
+ */
+void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len)
+{
+	unsigned long idx, end;
+
+	if (!len)
+		return;
+	end = (off + len - 1) >> PAGE_SHIFT;
+	for (idx = off >> PAGE_SHIFT; idx <= end; idx++)
+		ib_dma_sync_single_for_cpu(map->rdev->ibdev, map->dma[idx], PAGE_SIZE,
+					   DMA_BIDIRECTIONAL);
+}
+
+/**
+ * rs_rx_mr_claim() - the rkey a CONNECT or ACCEPT on @qp may name
+ * @m: the file's mapping for @qp's device
+ * @qp: the QP the record goes on
+ * @reg: in: the SEND has room for a registration; out: it must carry this
+ *	one (rs_rx_mr_reg_wr()), and tell how it went (rs_rx_mr_registered())
+ *
+ * Called with @qp's lock held, by the sender.
+ *
+ * Return: the rkey, or 0: no region, its registration failed, or rides
+ * with a SEND on another QP that has not completed yet.
+ */
+u32 rs_rx_mr_claim(struct rs_dma_map *m, const struct rs_qp *qp, bool *reg)
+{
+	bool may_reg = *reg;
+	u32 rkey = 0;
+
+	*reg = false;
+	if (!m->rx_mr)
+		return 0;
+	spin_lock(&m->rx_lock);
+	switch (m->rx_state) {
+	case RS_RX_MR_NONE:
+		if (!may_reg)
+			break;
+		m->rx_state = RS_RX_MR_POSTED;
+		m->rx_reg_qp = qp;
+		*reg = true;
+		rkey = m->rx_mr->rkey;
+		break;
+	case RS_RX_MR_POSTED:
+		if (m->rx_reg_qp == qp)
+			rkey = m->rx_mr->rkey;
+		break;
+	case RS_RX_MR_VALID:
+		rkey = m->rx_mr->rkey;
+		break;
+	case RS_RX_MR_FAILED:
+		break;
+	}
+	spin_unlock(&m->rx_lock);
+	return rkey;
+}
+
+/**
+ * rs_rx_mr_reg_wr() - the work request that registers @map's region
+ * @map: a mapping rs_rx_mr_claim() said to register
+ * @wr: filled but for its wr_cqe and next
+ */
+void rs_rx_mr_reg_wr(struct rs_dma_map *map, struct ib_reg_wr *wr)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr.opcode = IB_WR_REG_MR;
+	wr->mr = map->rx_mr;
+	wr->key = map->rx_mr->rkey;
+	wr->access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+}
+
+/**
+ * rs_rx_mr_registered() - the SEND that carried @map's registration completed
+ * @map: the mapping
+ * @ok: it did, successfully (so did the registration before it); otherwise
+ *	it failed or never went, and the region is never named
+ */
+void rs_rx_mr_registered(struct rs_dma_map *map, bool ok)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&map->rx_lock, flags);
+	if (!WARN_ON_ONCE(map->rx_state != RS_RX_MR_POSTED))
+		map->rx_state = ok ? RS_RX_MR_VALID : RS_RX_MR_FAILED;
+	map->rx_reg_qp = NULL;
+	spin_unlock_irqrestore(&map->rx_lock, flags);
 }

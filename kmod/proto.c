@@ -32,7 +32,12 @@ struct rs_wire_conn {
 	__be32 port;
 	__be32 slot_size;
 	__be32 credits;
-	__be32 reserved;
+	__be32 rkey;
+} __packed;
+
+struct rs_wire_placed {
+	__be32 len;
+	__be32 slot;
 } __packed;
 
 struct rs_wire_reject {
@@ -42,6 +47,7 @@ struct rs_wire_reject {
 static_assert(sizeof(struct rs_wire_hdr) == RS_HDR_LEN);
 static_assert(sizeof(struct rs_wire_conn) == RS_CONN_PARAMS_LEN);
 static_assert(sizeof(struct rs_wire_reject) == RS_REJECT_LEN);
+static_assert(sizeof(struct rs_wire_placed) == RS_PLACED_LEN);
 
 /*
  * Payload length that a message of @type must carry, given the data length
@@ -75,7 +81,7 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 	bool conn = m->type == RS_MSG_CONNECT || m->type == RS_MSG_ACCEPT;
 	int want = rs_proto_payload_len(m->type, m->len);
 	bool first, last;
-	u32 end;
+	u32 chunk, end;
 
 	if (m->credits > RS_PROTO_MAX_CREDITS)
 		return -EBADMSG;
@@ -102,7 +108,15 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 			return -EBADMSG;
 		if (m->len > max_chunk || m->msg_len > RS_PROTO_MAX_MSG)
 			return -EBADMSG;
-		if (check_add_overflow(m->offset, m->len, &end) || end > m->msg_len)
+		chunk = m->len;
+		if (m->flags & RS_F_PLACED) {
+			/* Version 4: where a chunk of data went, never none. */
+			if (version < 4 || m->len != RS_PLACED_LEN || !m->placed.len ||
+			    m->placed.len > RS_PROTO_MAX_CHUNK)
+				return -EBADMSG;
+			chunk = m->placed.len;
+		}
+		if (check_add_overflow(m->offset, chunk, &end) || end > m->msg_len)
 			return -EBADMSG;
 		first = m->offset == 0;
 		last = end == m->msg_len;
@@ -110,7 +124,7 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 		    !!(m->flags & RS_F_LAST) != last)
 			return -EBADMSG;
 		/* Only an empty message may have an empty chunk. */
-		if (!m->len && m->msg_len)
+		if (!chunk && m->msg_len)
 			return -EBADMSG;
 		return 0;
 	case RS_MSG_CONNECT:
@@ -156,6 +170,9 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 		if (!m->conn.slot_size || m->conn.slot_size > RS_PROTO_MAX_CHUNK ||
 		    m->conn.credits > RS_PROTO_MAX_CREDITS)
 			return -EBADMSG;
+		/* Placement came with version 4. */
+		if (version < 4 && m->conn.rkey)
+			return -EBADMSG;
 	}
 	/* Control messages carry no data fields. */
 	if (m->flags || m->seq || m->msg_len || m->offset)
@@ -175,8 +192,8 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
  * version 2, the padding up to rs_proto_rec_len() (zeroes).
  *
  * Return: bytes written (the header, plus the payload of a control message
- * but for its slot indices), -ENOSPC when @buf is too small, -EINVAL for an
- * invalid message.
+ * but for its slot indices, or of a placed chunk's record), -ENOSPC when
+ * @buf is too small, -EINVAL for an invalid message.
  */
 int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 		    size_t buf_len)
@@ -185,6 +202,7 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	void *p = (u8 *)buf + RS_HDR_LEN;
 	struct rs_wire_conn *wc = p;
 	struct rs_wire_reject *wr = p;
+	struct rs_wire_placed *wp = p;
 	size_t total = RS_HDR_LEN;
 	int slots;
 
@@ -193,7 +211,7 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	if (version < RS_PROTO_VERSION_MIN || version > RS_PROTO_VERSION)
 		return -EINVAL;
 	slots = rs_proto_slots_off(m, version);
-	if (m->type != RS_MSG_DATA)
+	if (m->type != RS_MSG_DATA || (m->flags & RS_F_PLACED))
 		total += slots >= 0 ? slots : m->len;
 	if (buf_len < total)
 		return -ENOSPC;
@@ -215,10 +233,16 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 		wc->port = cpu_to_be32(m->conn.port);
 		wc->slot_size = cpu_to_be32(m->conn.slot_size);
 		wc->credits = cpu_to_be32(m->conn.credits);
-		wc->reserved = 0;
+		wc->rkey = cpu_to_be32(m->conn.rkey);
 		break;
 	case RS_MSG_REJECT:
 		wr->error = cpu_to_be32(m->error);
+		break;
+	case RS_MSG_DATA:
+		if (m->flags & RS_F_PLACED) {
+			wp->len = cpu_to_be32(m->placed.len);
+			wp->slot = cpu_to_be32(m->placed.slot);
+		}
 		break;
 	}
 	return total;
@@ -233,7 +257,8 @@ EXPORT_SYMBOL_IF_KUNIT(rs_proto_encode);
  * @max_chunk: largest DATA payload this host accepts
  * @m: the decoded message
  *
- * For DATA, the payload is at @buf + RS_HDR_LEN, @m->len bytes.
+ * For DATA, the payload is at @buf + RS_HDR_LEN, @m->len bytes; flagged
+ * RS_F_PLACED, it was written to the slot @m->placed says.
  *
  * Return: 0; -EPROTONOSUPPORT for another protocol version; -EBADMSG for a
  * truncated, inconsistent or unknown message.
@@ -245,6 +270,7 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 	const void *p = (const u8 *)buf + RS_HDR_LEN;
 	const struct rs_wire_conn *wc = p;
 	const struct rs_wire_reject *wr = p;
+	const struct rs_wire_placed *wp = p;
 
 	if (buf_len < RS_HDR_LEN)
 		return -EBADMSG;
@@ -271,11 +297,20 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 	switch (m->type) {
 	case RS_MSG_CONNECT:
 	case RS_MSG_ACCEPT:
-		if (m->len < RS_CONN_PARAMS_LEN || wc->reserved)
+		if (m->len < RS_CONN_PARAMS_LEN)
 			return -EBADMSG;
 		m->conn.port = be32_to_cpu(wc->port);
 		m->conn.slot_size = be32_to_cpu(wc->slot_size);
 		m->conn.credits = be32_to_cpu(wc->credits);
+		m->conn.rkey = be32_to_cpu(wc->rkey);
+		break;
+	case RS_MSG_DATA:
+		if (!(m->flags & RS_F_PLACED))
+			break;
+		if (m->len != RS_PLACED_LEN)
+			return -EBADMSG;
+		m->placed.len = be32_to_cpu(wp->len);
+		m->placed.slot = be32_to_cpu(wp->slot);
 		break;
 	case RS_MSG_REJECT:
 		if (m->len != RS_REJECT_LEN)

@@ -32,8 +32,13 @@
  * indices (big endian u32s: a CREDIT's whole payload, after the parameters
  * of a CONNECT or ACCEPT); a chunk uses the oldest slot granted and not
  * used yet, a RETURN gives back the oldest ones.  An AC holds at most
- * RS_PROTO_MAX_WINDOW credits.  The version is negotiated when the QP is
- * set up (cm.c) and every record carries it.
+ * RS_PROTO_MAX_WINDOW credits.  Version 4 also places chunks: a CONNECT
+ * or ACCEPT names in "rkey" a memory region over the sender's receive
+ * slots (0: none), slot i at i * slot_size; the peer may then RDMA WRITE a
+ * chunk into the slot its credit names and send a DATA record flagged
+ * RS_F_PLACED whose payload is only where the chunk went: its length and
+ * the slot (RS_PLACED_LEN bytes, struct rs_wire_placed).  The version is
+ * negotiated when the QP is set up (cm.c) and every record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per
  * peer transport; 0 means none.  "credits" on any message returns that many
@@ -73,7 +78,8 @@ enum rs_msg_type {
 /* DATA flags */
 #define RS_F_FIRST	BIT(0)	/* first chunk of a message */
 #define RS_F_LAST	BIT(1)	/* last chunk of a message */
-#define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST)
+#define RS_F_PLACED	BIT(2)	/* version 4: the chunk was written to a slot */
+#define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST | RS_F_PLACED)
 
 /* CLOSE flags */
 #define RS_F_HALF	BIT(0)	/* only the sender's data is done (SHUTDOWN) */
@@ -89,8 +95,16 @@ struct rs_conn_params {
 	u32 port;		/* CONNECT: service port; ACCEPT: 0 */
 	u32 slot_size;		/* largest chunk the sender can receive */
 	u32 credits;		/* receive slots granted up front */
+	u32 rkey;		/* version 4: the slots' memory region, or 0 */
 };
 
+/* Payload of a DATA record flagged RS_F_PLACED. */
+struct rs_placed {
+	u32 len;		/* bytes of the chunk */
+	u32 slot;		/* the receive slot it was written to */
+};
+
+#define RS_PLACED_LEN		8
 #define RS_CONN_PARAMS_LEN	16
 /* Payload of REJECT: a positive errno (ECONNREFUSED, ENOBUFS, ...). */
 #define RS_REJECT_LEN		4
@@ -111,8 +125,21 @@ struct rs_proto_msg {
 	union {
 		struct rs_conn_params conn;	/* CONNECT, ACCEPT */
 		u32 error;			/* REJECT */
+		struct rs_placed placed;	/* DATA, RS_F_PLACED */
 	};
 };
+
+/* Is @m a DATA record of a chunk placed in a slot?  (Flags are per type.) */
+static inline bool rs_proto_placed(const struct rs_proto_msg *m)
+{
+	return m->type == RS_MSG_DATA && (m->flags & RS_F_PLACED);
+}
+
+/* Bytes of application data a DATA record @m carries or placed. */
+static inline u32 rs_proto_chunk_len(const struct rs_proto_msg *m)
+{
+	return rs_proto_placed(m) ? m->placed.len : m->len;
+}
 
 /*
  * Version 4: where a record's granted slot indices start in its payload

@@ -279,6 +279,14 @@ int rs_params_check(void);
 #define RS_QPS_PER_PEER_MAX	16
 #define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
 #define RS_CQ_DEPTH_MAX		BIT(20)
+/*
+ * Work requests one SEND of a shared QP takes at most, in its send queue
+ * and CQ: itself, the RDMA WRITEs of the chunks it places and the
+ * registrations it carries (sender.c).
+ */
+#define RS_TX_MAX_WRITES	4
+#define RS_TX_MAX_REGS		2
+#define RS_TX_WRS_MAX		(1 + RS_TX_MAX_WRITES + RS_TX_MAX_REGS)
 extern unsigned int rs_max_acs_per_file;
 extern unsigned int rs_qps_per_peer;
 extern unsigned int rs_idle_timeout_ms;

@@ -13,7 +13,10 @@
  * built, the payload copied into its registered TX buffer outside the lock,
  * or, for a chunk over pullup_max, read by the device from the data area
  * itself (zero copy: a SEND of its own, the header and padding from the TX
- * buffer and an SGE per page of payload, memreg.c).
+ * buffer and an SGE per page of payload, memreg.c).  From version 4 on, a
+ * chunk over pullup_max for a peer that named its slots' rkey is placed:
+ * an RDMA WRITE from the data area into the slot its credit names, then
+ * its record in the SEND, which others join (zero copy on both sides).
  * With protocol version 2 a SEND takes unit after unit while the next fits
  * in the peer's receive buffer (and RS_TX_BATCH_MAX records): the scheduler
  * decides exactly as it would for one SEND per unit, only the packing
@@ -35,6 +38,7 @@
 #include "transport.h"
 
 static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc);
+static void rs_tx_wr_failed(struct ib_cq *cq, struct ib_wc *wc);
 
 int rs_qp_tx_init(struct rs_qp *qp)
 {
@@ -44,13 +48,15 @@ int rs_qp_tx_init(struct rs_qp *qp)
 
 	qp->tx = kvcalloc(qp->send_depth, sizeof(*qp->tx), GFP_KERNEL);
 	qp->tx_free = kvcalloc(qp->send_depth, sizeof(*qp->tx_free), GFP_KERNEL);
-	if (!qp->tx || !qp->tx_free)
+	qp->wrs = kzalloc(sizeof(*qp->wrs), GFP_KERNEL);
+	if (!qp->tx || !qp->tx_free || !qp->wrs)
 		goto out_free;
 	for (i = 0; i < qp->send_depth; i++) {
 		struct rs_tx *tx = &qp->tx[i];
 
 		tx->qp = qp;
 		tx->cqe.done = rs_tx_done;
+		tx->err_cqe.done = rs_tx_wr_failed;
 		tx->buf = kmalloc(len, GFP_KERNEL);
 		if (!tx->buf)
 			goto out_free;
@@ -83,8 +89,10 @@ void rs_qp_tx_free(struct rs_qp *qp)
 	}
 	kvfree(qp->tx);
 	kvfree(qp->tx_free);
+	kfree(qp->wrs);
 	qp->tx = NULL;
 	qp->tx_free = NULL;
+	qp->wrs = NULL;
 	qp->nr_tx_free = 0;
 }
 
@@ -133,10 +141,15 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 		rs_ac_put(it->ac);
 	}
 	tx->nr_items = 0;
+	/* A registration that went with a SEND that made it is valid. */
+	for (i = 0; i < tx->nr_regs; i++)
+		rs_rx_mr_registered(tx->regs[i], posted && !status);
+	tx->nr_regs = 0;
+	tx->nr_writes = 0;
 	spin_lock_irq(&qp->lock);
 	if (posted) {
 		qp->tx_inflight--;
-		qp->tx_inflight_bytes -= tx->len;
+		qp->tx_inflight_bytes -= tx->len + tx->placed_bytes;
 	}
 	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
 	spin_unlock_irq(&qp->lock);
@@ -170,12 +183,33 @@ static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	rs_qp_push(qp);
 }
 
+/*
+ * A registration or WRITE that goes before a SEND failed (it completes
+ * only then, or flushed): so does the SEND, whose completion follows.
+ */
+static void rs_tx_wr_failed(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rs_tx *tx = container_of(wc->wr_cqe, struct rs_tx, err_cqe);
+	struct rs_qp *qp = tx->qp;
+
+	if (wc->status == IB_WC_SUCCESS)
+		return;
+	if (wc->status != IB_WC_WR_FLUSH_ERR) {
+		pr_warn_ratelimited("QP %u: a WRITE or registration failed: %s\n",
+				    qp->qp_num, ib_wc_status_msg(wc->status));
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+	}
+	rs_qp_down(qp, -ECONNRESET);
+}
+
 /* What one round of the sender decided to send, taken under the lock. */
 struct rs_tx_plan {
 	struct rs_proto_msg m;
 	const void *src;		/* DATA payload to copy, or */
 	const struct rs_dma_map *zc_map;	/* one to send in place, */
-	u64 zc_off;			/* from here in the data area */
+	u64 zc_off;			/* from here in the data area, or */
+	struct rs_tx_write write;	/* one written to the peer's slot */
+	struct rs_dma_map *reg;		/* a registration the SEND carries */
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
 	u32 slots[RS_GRANT_MAX];	/* version 4: the slots it grants */
@@ -235,7 +269,7 @@ static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
 {
 	u32 sges;
 
-	if (!ac->tx_map || len <= READ_ONCE(rs_pullup_max))
+	if (!ac->map || len <= READ_ONCE(rs_pullup_max))
 		return false;
 	sges = 1 + DIV_ROUND_UP(offset_in_page(off) + len, PAGE_SIZE);
 	if (rs_proto_rec_len(qp->version, len) > RS_HDR_LEN + len)
@@ -244,21 +278,56 @@ static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
 }
 
 /*
- * Called with qp->lock held: the next unit to send, if it takes at most
- * @room bytes of the SEND and, unless the SEND is @empty, is not a chunk of
- * more than @join_max bytes nor one that goes in place.  A unit that does
- * not fit stays first in line (RS_PLAN_FULL): nothing changed but what the
- * scheduler would have done anyway on the way to it.
+ * Called with qp->lock held: is a chunk of @len bytes at @off of @ac's data
+ * area placed (version 4, zero copy on both sides)?  If it is larger than
+ * pullup_max, the peer named its slots' rkey, the area is mapped, a WRITE
+ * can take its pages and @tx has room for one more.
  */
-static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t room,
-				bool empty, u32 join_max)
+static bool rs_tx_placed(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *tx,
+			 u64 off, u32 len)
+{
+	if (!ac->peer_rkey || !ac->map || tx->nr_writes == RS_TX_MAX_WRITES ||
+	    len <= READ_ONCE(rs_pullup_max))
+		return false;
+	return DIV_ROUND_UP(offset_in_page(off) + len, PAGE_SIZE) <= qp->max_send_sge;
+}
+
+/*
+ * Called with qp->lock held: the rkey a CONNECT or ACCEPT of @ac names
+ * (version 4), the registration @p carries for it if it is the first.
+ */
+static u32 rs_plan_rkey(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *tx,
+			struct rs_tx_plan *p)
+{
+	bool reg = tx->nr_regs < RS_TX_MAX_REGS;
+	u32 rkey;
+
+	if (qp->version < 4 || !ac->map)
+		return 0;
+	rkey = rs_rx_mr_claim(ac->map, qp, &reg);
+	if (reg)
+		p->reg = ac->map;
+	WRITE_ONCE(ac->rx_rkey, rkey);
+	return rkey;
+}
+
+/*
+ * Called with qp->lock held: the next unit to send for @tx, if it takes at
+ * most @room bytes of the SEND and, unless the SEND is @empty, is not a
+ * chunk of more than @join_max bytes nor one that goes in place (a placed
+ * chunk's record joins).  A unit that does not fit stays first in line
+ * (RS_PLAN_FULL): nothing changed but what the scheduler would have done
+ * anyway on the way to it.
+ */
+static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct rs_tx_plan *p,
+				size_t room, bool empty, u32 join_max)
 {
 	struct rs_ac *ac, *hol = qp->hol_ac;
 	struct rs_sched_entity *se;
 	struct rs_reject *rej;
+	bool zc = false, placed = false;
 	struct rs_send *op;
-	bool zc = false;
-	u32 len = 0;
+	u32 len = 0, slot = 0;
 
 	/* The slot indices are written only as far as a grant goes. */
 	memset(p, 0, offsetof(struct rs_tx_plan, slots));
@@ -299,14 +368,16 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 			p->m.type = RS_MSG_CONNECT;
 			p->m.len = RS_CONN_PARAMS_LEN;
 			p->m.conn.port = ac->port;
-			p->m.conn.slot_size = rs_chunk_size;
+			p->m.conn.slot_size = ac->rf->rx_slot_size;
 			p->m.conn.credits = rs_plan_grant(qp, ac, p);
+			p->m.conn.rkey = rs_plan_rkey(qp, ac, tx, p);
 		} else if (bits & RS_CTRL_ACCEPT) {
 			ac->ctrl_pending &= ~RS_CTRL_ACCEPT;
 			p->m.type = RS_MSG_ACCEPT;
 			p->m.len = RS_CONN_PARAMS_LEN;
-			p->m.conn.slot_size = rs_chunk_size;
+			p->m.conn.slot_size = ac->rf->rx_slot_size;
 			p->m.conn.credits = rs_plan_grant(qp, ac, p);
+			p->m.conn.rkey = rs_plan_rkey(qp, ac, tx, p);
 		} else if (bits & RS_CTRL_RETURN) {
 			ac->ctrl_pending &= ~RS_CTRL_RETURN;
 			p->m.type = RS_MSG_CREDIT;
@@ -371,9 +442,10 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
 	if (op->opcode == RDMASHARE_OP_SEND) {
 		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
-		zc = rs_tx_in_place(qp, ac, op->addr + op->sent, len);
-		if (rs_proto_rec_len(qp->version, len) > room ||
-		    (!empty && (len > join_max || zc))) {
+		placed = rs_tx_placed(qp, ac, tx, op->addr + op->sent, len);
+		zc = !placed && rs_tx_in_place(qp, ac, op->addr + op->sent, len);
+		if (rs_proto_rec_len(qp->version, placed ? RS_PLACED_LEN : len) > room ||
+		    (!empty && !placed && (len > join_max || zc))) {
 			qp->hol_ac = hol;
 			return RS_PLAN_FULL;
 		}
@@ -405,18 +477,28 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 		p->m.len = len;
 		if (!op->sent)
 			p->m.flags |= RS_F_FIRST;
-		if (zc) {
-			p->zc_map = ac->tx_map;
+		/* Version 4: the chunk goes to the peer's oldest slot granted. */
+		if (qp->version >= 4)
+			slot = rs_ac_take_slot(ac);
+		else
+			ac->send_credits--;
+		if (placed) {
+			p->m.flags |= RS_F_PLACED;
+			p->m.len = RS_PLACED_LEN;
+			p->m.placed.len = len;
+			p->m.placed.slot = slot;
+			p->write.map = ac->map;
+			p->write.off = op->addr + op->sent;
+			p->write.len = len;
+			p->write.rkey = ac->peer_rkey;
+			p->write.raddr = (u64)slot * ac->peer_stride;
+		} else if (zc) {
+			p->zc_map = ac->map;
 			p->zc_off = op->addr + op->sent;
 		} else {
 			p->src = ac->rf->data + op->addr + op->sent;
 		}
 		op->sent += len;
-		/* Version 4: the peer's oldest slot granted (placement to come). */
-		if (qp->version >= 4)
-			rs_ac_take_slot(ac);
-		else
-			ac->send_credits--;
 		if (op->sent == op->len) {
 			p->m.flags |= RS_F_LAST;
 			list_del(&op->node);
@@ -438,18 +520,41 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, struct rs_tx_plan *p, size_t r
 
 /*
  * Post @tx's SEND: its buffer, or for a chunk in place the header from the
- * buffer, the payload's pages, the padding from the buffer (zeroes).
+ * buffer, the payload's pages, the padding from the buffer (zeroes).  The
+ * registrations and the WRITEs of placed chunks it carries go first, in
+ * one chain, unsignaled: the SEND's completion says they made it.
  */
 static int rs_post(struct rs_qp *qp, struct rs_tx *tx)
 {
-	u32 lkey = qp->rdev->pd->local_dma_lkey, buf_len = tx->len, pad, n;
-	struct ib_sge sge[RS_TX_MAX_SGE];
-	struct ib_send_wr wr = {
-		.wr_cqe = &tx->cqe,
-		.sg_list = sge,
-		.opcode = IB_WR_SEND,
-		.send_flags = IB_SEND_SIGNALED,
-	};
+	u32 lkey = qp->rdev->pd->local_dma_lkey, buf_len = tx->len, pad, n, i;
+	struct ib_send_wr *head = NULL, **link = &head;
+	struct rs_tx_wrs *w = qp->wrs;
+	struct ib_sge *sge = w->sge;
+
+	for (i = 0; i < tx->nr_regs; i++) {
+		rs_rx_mr_reg_wr(tx->regs[i], &w->reg[i]);
+		w->reg[i].wr.wr_cqe = &tx->err_cqe;
+		*link = &w->reg[i].wr;
+		link = &w->reg[i].wr.next;
+	}
+	for (i = 0; i < tx->nr_writes; i++) {
+		const struct rs_tx_write *x = &tx->writes[i];
+		struct ib_rdma_wr *r = &w->write[i];
+
+		memset(r, 0, sizeof(*r));
+		r->wr.opcode = IB_WR_RDMA_WRITE;
+		r->wr.wr_cqe = &tx->err_cqe;
+		r->wr.sg_list = w->write_sge[i];
+		/* rs_tx_placed() counted them. */
+		r->wr.num_sge = rs_dma_map_sges(x->map, lkey, x->off, x->len, w->write_sge[i],
+						qp->max_send_sge);
+		if (WARN_ON_ONCE(!r->wr.num_sge))
+			return -EINVAL;
+		r->remote_addr = x->raddr;
+		r->rkey = x->rkey;
+		*link = &r->wr;
+		link = &r->wr.next;
+	}
 
 	if (tx->zc_map) {
 		pad = tx->len - RS_HDR_LEN - tx->zc_len;
@@ -473,8 +578,14 @@ static int rs_post(struct rs_qp *qp, struct rs_tx *tx)
 			n++;
 		}
 	}
-	wr.num_sge = n;
-	return ib_post_send(qp->qp, &wr, NULL);
+	memset(&w->send, 0, sizeof(w->send));
+	w->send.wr_cqe = &tx->cqe;
+	w->send.sg_list = sge;
+	w->send.num_sge = n;
+	w->send.opcode = IB_WR_SEND;
+	w->send.send_flags = IB_SEND_SIGNALED;
+	*link = &w->send;
+	return ib_post_send(qp->qp, head, NULL);
 }
 
 /* Bytes one SEND may take: this host's TX buffer, the peer's RX buffer. */
@@ -499,6 +610,9 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	void *dst = tx->buf + tx->len;
 	int len, slots;
 
+	/* Told how it went when @tx completes, or never goes. */
+	if (p->reg)
+		tx->regs[tx->nr_regs++] = p->reg;
 	len = rs_proto_encode(&p->m, qp->version, dst, room);
 	rec = rs_proto_rec_len(qp->version, p->m.len);
 	if (WARN_ON_ONCE(len < 0 || rec > room))
@@ -506,7 +620,12 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	slots = rs_proto_slots_off(&p->m, qp->version);
 	if (slots >= 0)
 		rs_proto_put_slots(dst + RS_HDR_LEN + slots, p->slots, rs_plan_granted(&p->m));
-	if (p->zc_map) {
+	if (rs_proto_placed(&p->m)) {
+		/* Its record is all of it the SEND carries. */
+		tx->writes[tx->nr_writes++] = p->write;
+		tx->placed_bytes += p->write.len;
+		memset(dst + len, 0, rec - len);
+	} else if (p->zc_map) {
 		/* The padding follows the header in the buffer. */
 		tx->zc_map = p->zc_map;
 		tx->zc_off = p->zc_off;
@@ -587,6 +706,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			tx->closed = false;
 			tx->urgent = false;
 			tx->zc_map = NULL;
+			tx->placed_bytes = 0;
 			qp->tx_open = tx;
 		}
 		if (!tx->closed) {
@@ -596,7 +716,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			 * own.  Version 1: one unit per SEND.
 			 */
 			join_max = qp->version >= 2 ? READ_ONCE(rs_coalesce_max) : 0;
-			res = rs_plan(qp, &plan, rs_tx_room(qp) - tx->len, !tx->len,
+			res = rs_plan(qp, tx, &plan, rs_tx_room(qp) - tx->len, !tx->len,
 				      join_max);
 			if (res == RS_PLAN_UNIT) {
 				spin_unlock_irq(&qp->lock);
@@ -604,6 +724,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 				if (ret)
 					goto fail_plan;
 				if (!join_max || tx->nr_items == RS_TX_BATCH_MAX || plan.zc_map ||
+				    tx->nr_writes == RS_TX_MAX_WRITES ||
 				    (plan.m.type == RS_MSG_DATA && plan.m.len > join_max))
 					tx->closed = true;
 				continue;
@@ -621,7 +742,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			goto out_unlock;
 		qp->tx_open = NULL;
 		qp->tx_inflight++;
-		qp->tx_inflight_bytes += tx->len;
+		qp->tx_inflight_bytes += tx->len + tx->placed_bytes;
 		spin_unlock_irq(&qp->lock);
 
 		ret = rs_post(qp, tx);
@@ -629,6 +750,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			goto fail;
 		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
 		rs_qp_stat(qp, RS_STAT_TX_WIRE_BYTES, tx->len);
+		rs_qp_stat(qp, RS_STAT_TX_PLACED, tx->placed_bytes);
 		if (!--budget)
 			return true;
 	}

@@ -106,6 +106,7 @@ RS_STAT_ATTR(tx_wire_bytes, RS_STAT_TX_WIRE_BYTES);
 RS_STAT_ATTR(tx_copied, RS_STAT_TX_COPIED);
 RS_STAT_ATTR(rx_copied, RS_STAT_RX_COPIED);
 RS_STAT_ATTR(sq_polled, RS_STAT_SQ_POLLED);
+RS_STAT_ATTR(tx_placed, RS_STAT_TX_PLACED);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -130,6 +131,7 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_copied.attr,
 	&rs_stat_rx_copied.attr,
 	&rs_stat_sq_polled.attr,
+	&rs_stat_tx_placed.attr,
 	NULL,
 };
 

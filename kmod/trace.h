@@ -112,7 +112,7 @@ TRACE_EVENT(rdmashare_msg_post,
 		__entry->src = m->src_conn;
 		__entry->seq = m->seq;
 		__entry->offset = m->offset;
-		__entry->len = m->len;
+		__entry->len = rs_proto_chunk_len(m);
 		__entry->credits = m->credits;
 	),
 	TP_printk("qp %u %s flags %#x conn %u->%u seq %u offset %u len %u credits %u",

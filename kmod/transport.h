@@ -59,6 +59,14 @@ struct rs_tx_item {
  */
 #define RS_TX_MAX_SGE		16
 
+/* rs_dma_map.rx_state: the receive slots' memory region (memreg.c) */
+enum rs_rx_mr_state {
+	RS_RX_MR_NONE,		/* not registered yet */
+	RS_RX_MR_POSTED,	/* its registration rides with a SEND */
+	RS_RX_MR_VALID,		/* registered: any QP may name it */
+	RS_RX_MR_FAILED,	/* the registration failed: never named */
+};
+
 /**
  * struct rs_dma_map - a file's data area mapped for a device (memreg.c)
  * @file_node: in rs_file.dma_maps
@@ -66,6 +74,14 @@ struct rs_tx_item {
  * @rdev: the device; NULL once it went (and the pages were unmapped)
  * @dma: the DMA address of each page of the data area
  * @nr_pages: pages mapped
+ * @rx_off: where the receive slots start in the data area
+ * @rx_len: bytes of the receive slots
+ * @rx_mr: version 4: a memory region over the receive slots, zero based,
+ *	that peers may write chunks into; NULL if the device has none for it
+ * @rx_lock: @rx_state and @rx_reg_qp, nested inside a QP's lock
+ * @rx_state: RS_RX_MR_*
+ * @rx_reg_qp: while RS_RX_MR_POSTED, the QP whose SEND registers it (no
+ *	reference: only compared)
  */
 struct rs_dma_map {
 	struct list_head file_node;
@@ -73,6 +89,33 @@ struct rs_dma_map {
 	struct rs_device *rdev;
 	u64 *dma;
 	unsigned long nr_pages;
+	u64 rx_off;
+	u32 rx_len;
+	struct ib_mr *rx_mr;
+	spinlock_t rx_lock;		/* see above */
+	enum rs_rx_mr_state rx_state;
+	const struct rs_qp *rx_reg_qp;
+};
+
+/* A chunk written into a receive slot of the peer, ahead of its record. */
+struct rs_tx_write {
+	const struct rs_dma_map *map;	/* from here, */
+	u64 off;			/* at this offset of the data area, */
+	u32 len;			/* this many bytes */
+	u32 rkey;			/* to the peer's slots, */
+	u64 raddr;			/* at this offset */
+};
+
+/*
+ * What the sender (the holder of RS_XMIT_BUSY) builds the work requests of
+ * one SEND in: its registrations and WRITEs, chained before it.
+ */
+struct rs_tx_wrs {
+	struct ib_reg_wr reg[RS_TX_MAX_REGS];
+	struct ib_rdma_wr write[RS_TX_MAX_WRITES];
+	struct ib_sge write_sge[RS_TX_MAX_WRITES][RS_TX_MAX_SGE];
+	struct ib_sge sge[RS_TX_MAX_SGE];
+	struct ib_send_wr send;
 };
 
 /*
@@ -82,10 +125,15 @@ struct rs_dma_map {
  * REJECT), which autocork does not hold back.  A chunk sent in place (zero
  * copy) goes alone: the buffer holds its header and padding, and the
  * @zc_len bytes of payload are read from @zc_off of the data area through
- * @zc_map; @len counts them all.
+ * @zc_map; @len counts them all.  Version 4: a chunk placed in the peer's
+ * slot joins the SEND as its record, the WRITE of its payload (@writes,
+ * @placed_bytes in all) goes before it; so do the registrations of the
+ * receive slots whose rkey its CONNECTs and ACCEPTs name (@regs).
+ * @err_cqe is those work requests', which complete only if they fail.
  */
 struct rs_tx {
 	struct ib_cqe cqe;
+	struct ib_cqe err_cqe;
 	struct rs_qp *qp;
 	void *buf;
 	u64 dma;
@@ -95,6 +143,11 @@ struct rs_tx {
 	const struct rs_dma_map *zc_map;
 	u64 zc_off;
 	u32 zc_len;
+	u32 placed_bytes;
+	u32 nr_writes;
+	struct rs_tx_write writes[RS_TX_MAX_WRITES];
+	u32 nr_regs;
+	struct rs_dma_map *regs[RS_TX_MAX_REGS];
 	u32 nr_items;
 	struct rs_tx_item items[RS_TX_BATCH_MAX];
 };
@@ -142,7 +195,8 @@ enum rs_qp_state {
  *	RS_MAX_REJECTS
  * @tx: TX buffers; @tx_free lists the free ones (a stack of indices)
  * @tx_inflight: SENDs posted and not completed; @tx_inflight_bytes their
- *	bytes
+ *	bytes, with those of the chunks they placed
+ * @wrs: the work requests the sender builds a SEND in
  * @xmit_flags: RS_XMIT_*: whoever holds RS_XMIT_BUSY is the sender, which
  *	alone builds and posts SENDs on this QP (sender.c)
  * @tx_open: the SEND being built, not posted yet; only the sender touches
@@ -198,6 +252,7 @@ struct rs_qp {
 	u32 nr_tx_free;
 	u32 tx_inflight;
 	u32 tx_inflight_bytes;
+	struct rs_tx_wrs *wrs;
 	unsigned long xmit_flags;
 	struct rs_tx *tx_open;
 	struct work_struct send_work;
@@ -277,7 +332,7 @@ static inline void rs_qp_count_msg(struct rs_qp *qp, const struct rs_proto_msg *
 		return;
 	}
 	rs_qp_stat(qp, rx ? RS_STAT_RX_CHUNKS : RS_STAT_TX_CHUNKS, 1);
-	rs_qp_stat(qp, rx ? RS_STAT_RX_BYTES : RS_STAT_TX_BYTES, m->len);
+	rs_qp_stat(qp, rx ? RS_STAT_RX_BYTES : RS_STAT_TX_BYTES, rs_proto_chunk_len(m));
 	if (m->flags & RS_F_LAST)
 		rs_qp_stat(qp, rx ? RS_STAT_RX_MSGS : RS_STAT_TX_MSGS, 1);
 }
@@ -335,9 +390,13 @@ struct rs_slot_fifo {
  *	@rf->ac_lock; see rs_ac_take_cqe()
  * @closed: its CLOSED completion, while it waits for CQ room (rings.c)
  * @closed_free_id: the id is freed once @closed is in the CQ
- * @tx_map: its file's data area as its QP's device sees it, once a SEND
- *	large enough to go in place was queued (memreg.c); set under the QP's
- *	lock, never changes after
+ * @map: its file's data area as its QP's device sees it (memreg.c), from
+ *	version 4 on from the start, before once a SEND large enough to go in
+ *	place was queued; set under the QP's lock, never changes after
+ * @rx_rkey: version 4: the rkey of its slots this end sent the peer in its
+ *	CONNECT or ACCEPT (0: none, the peer places nothing)
+ * @peer_rkey: version 4: the rkey the peer sent, 0 for none
+ * @peer_stride: version 4: the bytes between two of the peer's slots
  *
  * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
  * @credit_stalls (times it came to have data and no credit) under
@@ -412,7 +471,10 @@ struct rs_ac {
 	bool closed_free_id;
 	bool want_sent;
 	bool give_back;
-	const struct rs_dma_map *tx_map;
+	struct rs_dma_map *map;
+	u32 rx_rkey;
+	u32 peer_rkey;
+	u32 peer_stride;
 
 	u32 rx_reserved;
 	u32 rx_held;
@@ -535,6 +597,10 @@ void rs_dma_maps_free(struct rs_file *rf);
 void rs_dma_maps_device_gone(struct rs_device *rdev);
 u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		    struct ib_sge *sge, u32 max);
+void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len);
+u32 rs_rx_mr_claim(struct rs_dma_map *map, const struct rs_qp *qp, bool *reg);
+void rs_rx_mr_reg_wr(struct rs_dma_map *map, struct ib_reg_wr *wr);
+void rs_rx_mr_registered(struct rs_dma_map *map, bool ok);
 
 /* debugfs.c */
 void rs_debugfs_init(void);
@@ -572,7 +638,7 @@ void rs_listeners_show(struct seq_file *m);
 bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp);
 bool rs_rx_close(struct rs_ac *ac);
 bool rs_rx_unquarantine(struct rs_ac *ac);
-bool rs_rx_take(struct rs_ac *ac, u32 *idx);
+bool rs_rx_take(struct rs_ac *ac, bool placed, u32 *idx);
 void rs_rx_slot_back(struct rs_file *rf, struct rs_ac *ac, u32 conn);
 void rs_rx_want(struct rs_ac *ac);
 int rs_rx_returned(struct rs_ac *ac, u32 n);

@@ -96,7 +96,7 @@ static bool rs_data_size_max_ok(unsigned int v)
  */
 static bool rs_cq_depth_ok(unsigned int v)
 {
-	return !v || v >= READ_ONCE(rs_send_depth) + 1 + READ_ONCE(rs_srq_size);
+	return !v || v >= READ_ONCE(rs_send_depth) * RS_TX_WRS_MAX + 1 + READ_ONCE(rs_srq_size);
 }
 
 static const char * const rs_sched_modes[] = { "app", "flat", NULL };

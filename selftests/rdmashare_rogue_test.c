@@ -21,7 +21,12 @@
  *  - returned_credits, returned_too_many: a peer that speaks version 3
  *    gives its credits back (RETURN), which is taken; a chunk sent with one
  *    of them afterwards, or a RETURN of more than it was granted, takes its
- *    QP down.
+ *    QP down;
+ *  - placed, misplaced, placed_too_long: a peer that speaks version 4 gets
+ *    the rkey of the receive slots in the ACCEPT and the slots it may use;
+ *    a chunk it RDMA WRITEs into the oldest of them and names in a PLACED
+ *    record reaches the application intact, while a record that names
+ *    another slot, or more bytes than a slot holds, takes its QP down.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left.
  */
@@ -159,6 +164,7 @@ static int rogue_ac(struct rogue *r, uint32_t *credits)
 	struct rogue_conn cp = {
 		.port = htonl(PORT + 1), .slot_size = htonl(16384), .credits = htonl(4),
 	};
+	double end = rs_now() + 30;
 	struct rogue_hdr h;
 	struct rogue_conn acc;
 	char *rx = NULL;
@@ -167,10 +173,13 @@ static int rogue_ac(struct rogue *r, uint32_t *credits)
 
 	rogue_hdr(r->buf, ROGUE_CONNECT, 0, 0, 7, 0, 0, 0, sizeof(cp), 0);
 	memcpy(r->buf + ROGUE_HDR_LEN, &cp, sizeof(cp));
-	if (rogue_send(r, ROGUE_HDR_LEN + sizeof(cp)))
+	/* Not rogue_send(): the ACCEPT may come before the SEND's completion. */
+	if (rogue_post(r, ROGUE_HDR_LEN + sizeof(cp)))
 		return -1;
-	for (;;) {
+	while (rs_now() < end) {
 		n = rogue_poll(r, 20000, &rx);
+		if (!n)
+			continue;	/* the CONNECT's completion */
 		if (n < ROGUE_HDR_LEN)
 			return -2;
 		/* Each record of the SEND (version 2: there may be several). */
@@ -187,6 +196,7 @@ static int rogue_ac(struct rogue *r, uint32_t *credits)
 			}
 		}
 	}
+	return -ETIMEDOUT;
 }
 
 /* A one-chunk message number @seq of 8 bytes from rogue 7 to @dst. */
@@ -309,6 +319,149 @@ TEST_F_TIMEOUT(rogue, returned_too_many, 240)
 	id = rogue_v3_ac(_metadata, self, &credits);
 	ASSERT_LT(0, id);
 	rogue_return(&self->r, id, credits + 1);
+	dropped_only_rogue(_metadata, self);
+}
+
+/* A version 4 rogue's AC: what the module's ACCEPT named. */
+struct rogue_v4 {
+	int id;			/* the module's connection id */
+	uint32_t rkey;		/* of its receive slots */
+	uint32_t slot_size;	/* their stride */
+	uint32_t credits;	/* slots granted, oldest first */
+	uint32_t slots[64];
+};
+
+static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+		       struct rogue_v4 *a)
+{
+	struct rogue_conn cp = { .port = htonl(PORT + 1), .slot_size = htonl(16384) };
+	double end = rs_now() + 30;
+	struct rogue_hdr h;
+	struct rogue_conn acc;
+	char *rx = NULL;
+	size_t pos;
+	uint32_t i;
+	int n;
+
+	rogue_close(&self->r);
+	rogue_version = 4;
+	if (rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT + 3) != RDMA_CM_EVENT_ESTABLISHED)
+		return -1;
+	/* No credits for the module: it never sends to the rogue. */
+	rogue_hdr(self->r.buf, ROGUE_CONNECT, 0, 0, 7, 0, 0, 0, sizeof(cp), 0);
+	memcpy(self->r.buf + ROGUE_HDR_LEN, &cp, sizeof(cp));
+	/* Not rogue_send(): the ACCEPT may come before the SEND's completion. */
+	if (rogue_post(&self->r, ROGUE_HDR_LEN + sizeof(cp)))
+		return -2;
+	while (rs_now() < end) {
+		n = rogue_poll(&self->r, 20000, &rx);
+		if (!n)
+			continue;	/* the CONNECT's completion */
+		if (n < ROGUE_HDR_LEN)
+			return -3;
+		for (pos = 0; pos + ROGUE_HDR_LEN <= (size_t)n;
+		     pos += rogue_rec_len(ntohl(h.len))) {
+			memcpy(&h, rx + pos, sizeof(h));
+			if (h.type != ROGUE_ACCEPT || ntohl(h.dst_conn) != 7)
+				continue;
+			memcpy(&acc, rx + pos + ROGUE_HDR_LEN, sizeof(acc));
+			a->id = ntohl(h.src_conn);
+			a->rkey = ntohl(acc.rkey);
+			a->slot_size = ntohl(acc.slot_size);
+			a->credits = ntohl(acc.credits);
+			if (a->credits > 64 ||
+			    ntohl(h.len) != sizeof(acc) + 4 * a->credits)
+				return -4;
+			for (i = 0; i < a->credits; i++) {
+				memcpy(&a->slots[i], rx + pos + ROGUE_HDR_LEN + sizeof(acc) + 4 * i, 4);
+				a->slots[i] = ntohl(a->slots[i]);
+			}
+			TH_LOG("ACCEPT: id %d rkey %#x slot_size %u credits %u", a->id, a->rkey,
+			       a->slot_size, a->credits);
+			return a->id;
+		}
+	}
+	return -5;
+}
+
+/*
+ * Message @seq, one chunk of @len bytes of @text, written to @slot and named
+ * there by a PLACED record that says @len_said bytes.
+ */
+static int rogue_place(struct rogue *r, const struct rogue_v4 *a, uint32_t seq,
+			uint32_t slot, const char *text, uint32_t len, uint32_t len_said)
+{
+	uint32_t placed[2] = { htonl(len_said), htonl(slot) };
+
+	memset(r->buf, 0, len);
+	memcpy(r->buf, text, strlen(text) + 1);
+	if (rogue_write(r, len, (uint64_t)slot * a->slot_size, a->rkey))
+		return -1;
+	rogue_hdr(r->buf, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST | ROGUE_F_PLACED, a->id, 7,
+		  seq, len_said, 0, sizeof(placed), 0);
+	memcpy(r->buf + ROGUE_HDR_LEN, placed, sizeof(placed));
+	return rogue_send(r, ROGUE_HDR_LEN + sizeof(placed));
+}
+
+/*
+ * A version 4 rogue's AC granted at least @min slots, accepted by the
+ * fixture, and a first chunk placed in the oldest slot, received intact.
+ * The accepted AC, or a negative number.
+ */
+static int rogue_v4_placed(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+			   struct rogue_v4 *a, uint32_t min)
+{
+	char in[64];
+	int ac;
+
+	if (rogue_v4_ac(_metadata, self, a) <= 0 || !a->rkey || a->credits < min)
+		return -1;
+	ac = rdmashare_accept(self->rs, self->l2, 20000);
+	if (ac <= 0)
+		return -2;
+	if (rogue_place(&self->r, a, 0, a->slots[0], "placed 0", 64, 64) ||
+	    rdmashare_recv(self->rs, ac, in, sizeof(in), 10000) != 64 ||
+	    strcmp(in, "placed 0"))
+		return -3;
+	return ac;
+}
+
+TEST_F_TIMEOUT(rogue, placed, 240)
+{
+	struct rdmashare_ac_stats st;
+	struct rogue_v4 a;
+	char in[64];
+	int ac;
+
+	/* Into the oldest slot granted: the application reads it. */
+	ac = rogue_v4_placed(_metadata, self, &a, 2);
+	ASSERT_LT(0, ac);
+	ASSERT_EQ(0, rogue_place(&self->r, &a, 1, a.slots[1], "placed 1", 9, 9));
+	ASSERT_EQ(9, rdmashare_recv(self->rs, ac, in, sizeof(in), 10000));
+	EXPECT_STREQ("placed 1", in);
+	ASSERT_EQ(0, rdmashare_ac_stats(self->rs, ac, &st));
+	EXPECT_EQ(2, st.rx_msgs);
+	EXPECT_TRUE(rogue_peer_listed());
+	rdmashare_close_ac(self->rs, ac);
+}
+
+TEST_F_TIMEOUT(rogue, misplaced, 240)
+{
+	struct rogue_v4 a;
+
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 3));
+	/* The third slot granted, not the oldest: the QP goes. */
+	rogue_place(&self->r, &a, 1, a.slots[2], "misplaced", 64, 64);
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, placed_too_long, 240)
+{
+	struct rogue_v4 a;
+
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	/* The record says one byte more than a slot holds. */
+	rogue_place(&self->r, &a, 1, a.slots[1], "too long", 64, a.slot_size + 1);
 	dropped_only_rogue(_metadata, self);
 }
 

@@ -28,6 +28,7 @@ enum {
 };
 #define ROGUE_F_FIRST	1
 #define ROGUE_F_LAST	2
+#define ROGUE_F_PLACED	4	/* DATA, version 4 */
 #define ROGUE_F_WANT	1	/* CREDIT, version 3 */
 #define ROGUE_F_RECLAIM	2
 #define ROGUE_F_RETURN	4
@@ -40,13 +41,13 @@ struct rogue_hdr {
 } __attribute__((packed));
 
 struct rogue_conn {
-	uint32_t port, slot_size, credits, reserved;
+	uint32_t port, slot_size, credits, rkey;	/* rkey: version 4 */
 } __attribute__((packed));
 
 /*
  * The protocol version the rogue offers and writes: 1, one record per SEND;
- * 2, batches of records padded to 8 bytes; 3, CREDIT flags too (a test sets
- * it before rogue_open()).
+ * 2, batches of records padded to 8 bytes; 3, CREDIT flags too; 4, credits
+ * that name slots, placed chunks (a test sets it before rogue_open()).
  */
 static int rogue_version = 1;
 
@@ -238,20 +239,53 @@ static inline int rogue_poll(struct rogue *r, int ms, char **recv)
 	return -ETIMEDOUT;
 }
 
-/* Send @len bytes from the send buffer; 0 once it completed, or an error. */
-static inline int rogue_send(struct rogue *r, size_t len)
+/*
+ * Post a SEND of @len bytes from the send buffer; its completion comes to
+ * rogue_poll() as 0.  0 or an error.
+ */
+static inline int rogue_post(struct rogue *r, size_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = len, .lkey = r->mr->lkey };
 	struct ibv_send_wr wr = {
 		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
+
+	return ibv_post_send(r->id->qp, &wr, &bad) ? -errno : 0;
+}
+
+/* Send @len bytes from the send buffer; 0 once it completed, or an error. */
+static inline int rogue_send(struct rogue *r, size_t len)
+{
+	char *rx;
+	int ret;
+
+	ret = rogue_post(r, len);
+	if (ret)
+		return ret;
+	/* Receives that come meanwhile are dropped: tests that want them poll. */
+	while ((ret = rogue_poll(r, 10000, &rx)) > 0)
+		;
+	return ret;
+}
+
+/*
+ * RDMA WRITE @len bytes from the send buffer to @raddr of @rkey at the
+ * module; 0 once it completed, or an error.
+ */
+static inline int rogue_write(struct rogue *r, size_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = len, .lkey = r->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	}, *bad;
 	char *rx;
 	int ret;
 
 	if (ibv_post_send(r->id->qp, &wr, &bad))
 		return -errno;
-	/* Receives that come meanwhile are dropped: tests that want them poll. */
 	while ((ret = rogue_poll(r, 10000, &rx)) > 0)
 		;
 	return ret;

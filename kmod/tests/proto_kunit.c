@@ -3,7 +3,8 @@
  * KUnit tests for the wire format (proto.c): every message type round
  * trips, every malformed header is rejected, a version 2 batch is taken
  * whole or refused whole, version 3's CREDIT flags are checked, and
- * version 4's grants carry their slot indices and ride on nothing else.
+ * version 4's grants carry their slot indices and ride on nothing else,
+ * and its placed chunks say only where they went.
  */
 #include <kunit/test.h>
 #include <linux/module.h>
@@ -103,7 +104,7 @@ static const struct bad_case bad_cases[] = {
 	{ "type 0",			0, 1, 0, -EBADMSG },
 	{ "type too big",		0, 1, RS_MSG_TYPE_MAX + 1, -EBADMSG },
 	{ "type 255",			0, 1, 255, -EBADMSG },
-	{ "unknown data flag",		0, 3, 0x07, -EBADMSG },
+	{ "unknown data flag",		0, 3, 0x0b, -EBADMSG },
 	{ "high flag bits",		0, 2, 0x80, -EBADMSG },
 	{ "data without FIRST",		0, 3, RS_F_LAST, -EBADMSG },
 	{ "data without LAST",		0, 3, RS_F_FIRST, -EBADMSG },
@@ -121,7 +122,7 @@ static const struct bad_case bad_cases[] = {
 	{ "connect with seq",		5, 15, 1, -EBADMSG },
 	{ "connect with flags",		5, 3, RS_F_FIRST, -EBADMSG },
 	{ "connect slot size 0",	5, 37, 0, -EBADMSG },
-	{ "connect reserved",		5, 47, 1, -EBADMSG },
+	{ "connect rkey below v4",	5, 47, 1, -EBADMSG },
 	{ "accept with port",		6, 35, 1, -EBADMSG },
 	{ "reject error 0",		7, 35, 0, -EBADMSG },
 	{ "close src_conn 0",		8, 11, 0, -EBADMSG },
@@ -308,6 +309,73 @@ static void proto_named_credits_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
 }
 
+/*
+ * Version 4: a placed chunk's record carries its length and slot, and the
+ * checks of a chunk apply to that length; a CONNECT names its rkey.
+ */
+static void proto_placed_test(struct kunit *test)
+{
+	struct rs_proto_msg m = { .type = RS_MSG_DATA, .flags = RS_F_FIRST | RS_F_PLACED,
+				  .dst_conn = 3, .src_conn = 4, .seq = 9, .msg_len = 20000,
+				  .len = RS_PLACED_LEN,
+				  .placed = { .len = 16384, .slot = 0x01020304 } };
+	struct rs_proto_msg out;
+	u8 buf[BUF_LEN];
+
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_PLACED_LEN);
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 1], 0x40);	/* 16384, big endian */
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 4], 0x01);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_PLACED_LEN, 4, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.flags, m.flags);
+	KUNIT_EXPECT_EQ(test, out.placed.len, 16384);
+	KUNIT_EXPECT_EQ(test, out.placed.slot, 0x01020304);
+	KUNIT_EXPECT_EQ(test, rs_proto_chunk_len(&out), 16384);
+	/* Its payload cut short, or a version 3 QP: malformed. */
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + 4, 4, 64, &out), -EBADMSG);
+	buf[0] = 3;
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_PLACED_LEN, 3, 64, &out),
+			-EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), -EINVAL);
+
+	/* FIRST and LAST follow the placed length. */
+	m.placed.len = 20000;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	m.flags |= RS_F_LAST;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_PLACED_LEN);
+	m.offset = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	m.offset = 0;
+	/* Nothing placed, more than a SEND may carry, a payload not 8 bytes. */
+	m.placed.len = 0;
+	m.msg_len = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	m.placed.len = RS_PROTO_MAX_CHUNK + 1;
+	m.msg_len = m.placed.len;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+	m.placed.len = 100;
+	m.msg_len = 100;
+	m.len = 12;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)), -EINVAL);
+
+	/* The rkey of a CONNECT round trips from version 4 on. */
+	m = good_msgs[5];
+	m.conn.rkey = 0xdeadbeef;
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 4, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_CONN_PARAMS_LEN);
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 12], 0xde);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 4, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.conn.rkey, 0xdeadbeef);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 3, buf, sizeof(buf)), -EINVAL);
+
+	/* Flags are per type: a RETURN (PLACED's bit today) places nothing. */
+	m = (struct rs_proto_msg){ .type = RS_MSG_CREDIT, .flags = RS_F_RETURN,
+				   .dst_conn = 3, .src_conn = 4, .credits = 2 };
+	KUNIT_EXPECT_FALSE(test, rs_proto_placed(&m));
+	KUNIT_EXPECT_EQ(test, rs_proto_chunk_len(&m), 0);
+}
+
 /* The header is big endian on the wire whatever the host. */
 static void proto_byte_order_test(struct kunit *test)
 {
@@ -464,6 +532,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_byte_order_test),
 	KUNIT_CASE(proto_credit_flags_test),
 	KUNIT_CASE(proto_named_credits_test),
+	KUNIT_CASE(proto_placed_test),
 	KUNIT_CASE(proto_reject_errno_test),
 	KUNIT_CASE(proto_batch_test),
 	KUNIT_CASE(proto_batch_malformed_test),
