@@ -124,6 +124,13 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 	struct rs_tx_item *it;
 	struct rs_file *rf;
 
+	/*
+	 * A registration that went with a SEND that made it is valid.  First:
+	 * the mapping is the file's, which its AC's reference below may free.
+	 */
+	for (i = 0; i < tx->nr_regs; i++)
+		rs_rx_mr_registered(tx->regs[i], posted && !status);
+	tx->nr_regs = 0;
 	for (i = 0; i < tx->nr_items; i++) {
 		it = &tx->items[i];
 		if (it->op) {
@@ -141,10 +148,6 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 		rs_ac_put(it->ac);
 	}
 	tx->nr_items = 0;
-	/* A registration that went with a SEND that made it is valid. */
-	for (i = 0; i < tx->nr_regs; i++)
-		rs_rx_mr_registered(tx->regs[i], posted && !status);
-	tx->nr_regs = 0;
 	tx->nr_writes = 0;
 	spin_lock_irq(&qp->lock);
 	if (posted) {
@@ -685,6 +688,7 @@ static bool rs_tx_may_post(struct rs_qp *qp, struct rs_tx *tx)
  */
 static bool rs_xmit(struct rs_qp *qp, u32 budget)
 {
+	struct rs_ac *unit_ac = NULL;
 	enum rs_plan_res res;
 	struct rs_tx_plan plan;
 	bool posted = true;
@@ -760,11 +764,13 @@ out_unlock:
 	return false;
 
 fail_plan:
-	/* The unit that did not make it into the SEND, then the SEND. */
+	/*
+	 * The unit that did not make it into the SEND, then the SEND; its AC
+	 * last, as the registration it may have added is its file's.
+	 */
 	if (plan.op)
 		rs_ac_send_done(plan.ac, plan.op, -EIO);
-	if (plan.ac)
-		rs_ac_put(plan.ac);
+	unit_ac = plan.ac;
 	spin_lock_irq(&qp->lock);
 	qp->tx_open = NULL;
 	spin_unlock_irq(&qp->lock);
@@ -774,6 +780,8 @@ fail:
 	rs_qp_stat(qp, RS_STAT_ERRORS, 1);
 	rs_qp_down(qp, -EIO);
 	rs_tx_release(qp, tx, -EIO, posted);
+	if (unit_ac)
+		rs_ac_put(unit_ac);
 	return false;
 }
 
