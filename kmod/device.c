@@ -347,10 +347,12 @@ static void rs_ib_remove(struct ib_device *ibdev, void *client_data)
 	pr_info("%s: removed\n", dev_name(&ibdev->dev));
 	/*
 	 * No new QP on the device from now on (rs_qp_create_ib()); then every
-	 * QP on it, with its ACs, goes.
+	 * QP on it, with its ACs, goes.  ib_core forgets @rdev only after this
+	 * returns, when it is freed: a lookup from now on finds nothing.
 	 */
 	mutex_lock(&rs_peers_lock);
 	rdev->removing = true;
+	ib_set_client_data(ibdev, &rs_ib_client, NULL);
 	mutex_unlock(&rs_peers_lock);
 	rs_qps_down_device(rdev);
 	rs_dma_maps_device_gone(rdev);
