@@ -47,10 +47,8 @@ static struct rs_actable rs_conns = RS_ACTABLE_INIT(rs_conns, true);
 static DEFINE_XARRAY(rs_ports);
 
 static void rs_ac_abort(struct rs_ac *ac);
-static void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app);
 static void rs_ac_tell_closed(struct rs_ac *ac, bool answer);
 static void rs_ac_unquarantine(struct rs_ac *ac);
-static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own);
 
 /* ---- files ---- */
 
@@ -241,7 +239,7 @@ static bool rs_ac_get_on_qp(void *entry, void *arg)
 }
 
 /* The AC @id of a message that arrived on @qp, if it belongs there. */
-static struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
+struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
 {
 	return rs_actable_get(&rs_conns, id, rs_ac_get_on_qp, qp);
 }
@@ -1018,7 +1016,7 @@ void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
 	}
 }
 
-/* ---- the receive path ---- */
+/* ---- what the peer does to an AC (recv.c hands it over) ---- */
 
 /*
  * Owe the peer a REJECT (@error) for its CONNECT, or a CLOSE (@src) for an
@@ -1026,7 +1024,7 @@ void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
  * closed (bounded by the ACs, which are charged), not for what the peer
  * sent (bounded by RS_MAX_REJECTS).
  */
-static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own)
+void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own)
 {
 	struct rs_reject *rej;
 	bool full = false;
@@ -1061,10 +1059,6 @@ static void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own)
 	rs_qp_push(qp);
 }
 
-/*
- * A CONNECT for the listener @l: a new AC in its backlog, or the positive
- * errno of the REJECT to send.
- */
 /*
  * A CONNECT for the listener @l: a new AC in its backlog, or the errno of
  * the REJECT to send.
@@ -1148,8 +1142,7 @@ out_discard:
  * A peer's CONNECT.  What it makes this host allocate is charged to the
  * memory cgroup of the listener's file, as if its owner had allocated it.
  */
-static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m,
-			    const void *payload)
+void rs_ac_peer_connect(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
 {
 	int error = -ECONNREFUSED;
 	struct mem_cgroup *old;
@@ -1175,7 +1168,7 @@ static void rs_recv_connect(struct rs_qp *qp, const struct rs_proto_msg *m,
  * the AC's CLOSED completion, flagged HALF, follows the last RECV.  The AC
  * stays open for sending.
  */
-static void rs_ac_peer_shut(struct rs_ac *ac)
+void rs_ac_peer_shut(struct rs_ac *ac)
 {
 	struct rs_file *rf = ac->rf;
 	bool post;
@@ -1191,140 +1184,9 @@ static void rs_ac_peer_shut(struct rs_ac *ac)
 		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
 }
 
-/*
- * A DATA chunk into a receive slot of the AC's file: copied from the SEND,
- * or (version 4, RS_F_PLACED) written there by the peer already, into the
- * slot the record names, which must be the oldest this end granted and
- * within a slot of the memory region it named (rs_rx_mr_claim()).
- */
-static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload)
-{
-	bool placed = rs_proto_placed(m);
-	u32 len = rs_proto_chunk_len(m);
-	struct rs_file *rf = ac->rf;
-	struct rdmashare_cqe cqe = {};
-	struct rs_rx_slot *slot;
-	size_t at;
-	u32 idx;
-
-	if (placed && (!READ_ONCE(ac->rx_rkey) || len > rf->rx_slot_size))
-		return -EPROTO;
-	spin_lock_irq(&rf->rx_lock);
-	if (ac->rx_done) {
-		/* Closed here while the chunk was on its way: dropped. */
-		spin_unlock_irq(&rf->rx_lock);
-		return 0;
-	}
-	if (READ_ONCE(ac->peer_shut))
-		goto proto;		/* data after the peer's SHUTDOWN */
-	if (m->offset) {
-		if (m->seq != ac->rx_seq || m->offset != ac->rx_off ||
-		    m->msg_len != ac->rx_msg_len)
-			goto proto;
-	} else {
-		if (m->seq != ac->rx_seq || ac->rx_off)
-			goto proto;
-		ac->rx_msg_len = m->msg_len;
-	}
-	idx = m->placed.slot;
-	if (!rs_rx_take(ac, placed, &idx))
-		goto proto;		/* sent without a credit, or misplaced */
-	slot = &rf->slots[idx];
-	slot->fid = ac->fid;
-	slot->conn = ac->id;
-	at = rf->rx_offset + (size_t)idx * rf->rx_slot_size;
-	if (placed) {
-		rs_dma_map_sync_for_cpu(ac->map, at, len);
-	} else {
-		memcpy(rf->data + at, payload, len);
-		rs_qp_stat(ac->qp, RS_STAT_RX_COPIED, len);
-	}
-
-	ac->rx_off += len;
-	ac->rx_chunks++;
-	ac->rx_bytes += len;
-	if (m->flags & RS_F_LAST) {
-		ac->rx_seq++;
-		ac->rx_off = 0;
-		ac->rx_msgs++;
-	}
-	cqe.user_data = m->msg_len;
-	cqe.res = len;
-	cqe.ac = ac->fid;
-	cqe.type = RDMASHARE_CQE_RECV;
-	cqe.flags = (m->flags & RS_F_LAST) ? 0 : RDMASHARE_CQE_F_MORE;
-	cqe.addr = at;
-	/* Under rx_lock: the slot cannot be released before its index is set. */
-	slot->cq_idx = rs_cq_post_rx(rf, &cqe);
-	spin_unlock_irq(&rf->rx_lock);
-	return 0;
-proto:
-	spin_unlock_irq(&rf->rx_lock);
-	return -EPROTO;
-}
-
-/*
- * What a record says of credits, once the AC it names had it: a grant, and
- * from version 3 a CREDIT's flag.  True if the sender has new work.
- */
-static bool rs_ac_recv_credits(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
-			       const void *payload)
-{
-	/* A full CLOSE's credits are moot; a HALF's are still needed. */
-	bool full_close = m->type == RS_MSG_CLOSE && !(m->flags & RS_F_HALF);
-	bool ret = m->type == RS_MSG_CREDIT && (m->flags & RS_F_RETURN);
-	bool named = !rs_proto_slots_off(m, qp->version);
-	bool kick = false;
-	int err;
-
-	if (ret) {
-		if (!rs_rx_returned(ac, m->credits))
-			return false;
-		pr_warn_ratelimited("AC %u: the peer gave back %u credits it did not have\n",
-				    ac->id, m->credits);
-		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-		rs_qp_down(qp, -EPROTO);
-		return false;
-	}
-	/* Version 4: the ring of the peer's slots grows outside the lock. */
-	if (named) {
-		err = rs_ac_slots_room(ac, m->credits);
-		if (err == -EPROTO) {
-			pr_warn_ratelimited("AC %u: the peer granted more than %u credits\n",
-					    ac->id, RS_PROTO_MAX_WINDOW);
-			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-			rs_qp_down(qp, -EPROTO);
-			return false;
-		}
-		if (err) {
-			rs_ac_close_tell(ac, err, false);
-			return false;
-		}
-	}
-	spin_lock_irq(&qp->lock);
-	if (m->credits && !full_close) {
-		if (named)
-			rs_ac_got_slots(ac, payload, m->credits);
-		else
-			rs_ac_got_credits(ac, m->credits);
-		if (rs_ac_can_send(ac) && ac->state == RS_AC_OPEN) {
-			rs_sched_enqueue(&qp->sched, &ac->se);
-			kick = true;
-		}
-	}
-	if (m->type == RS_MSG_CREDIT && (m->flags & RS_F_RECLAIM)) {
-		rs_ac_reclaimed(ac);
-		kick = true;
-	}
-	spin_unlock_irq(&qp->lock);
-	if (m->type == RS_MSG_CREDIT && (m->flags & RS_F_WANT))
-		rs_rx_want(ac);
-	return kick;
-}
-
 /* The peer's ACCEPT for @ac's CONNECT. */
-static void rs_recv_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
-			   const void *payload)
+void rs_ac_peer_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
+		       const void *payload)
 {
 	bool opened;
 
@@ -1363,80 +1225,34 @@ static void rs_recv_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_p
 		rs_ac_tell_closed(ac, false);	/* it closed first: so does the peer's end */
 }
 
-/*
- * A record from the peer, for the AC it names.  True if the sender has new
- * work (credits came): the caller pushes once per SEND, not per record.
- */
-bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
+/* The peer's REJECT (@error) of @ac's CONNECT. */
+void rs_ac_peer_reject(struct rs_qp *qp, struct rs_ac *ac, u32 error)
 {
-	bool kick = false;
-	struct rs_ac *ac;
+	/* The peer never opened its end: nothing of it fills a slot. */
+	if (ac->remote_id)
+		return;
+	spin_lock_irq(&qp->lock);
+	ac->peer_closed = true;
+	spin_unlock_irq(&qp->lock);
+	if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
+		rs_ac_do_close(ac, rs_proto_reject_errno(error), false);
+	rs_ac_unquarantine(ac);
+}
 
-	if (m->type == RS_MSG_KEEPALIVE)
-		return false;	/* its arrival was the point */
-	if (m->type == RS_MSG_CONNECT) {
-		rs_recv_connect(qp, m, payload);
-		return false;
-	}
-	ac = rs_ac_lookup_conn(qp, m->dst_conn);
-	if (!ac) {
-		/* An ACCEPT for a CONNECT given up on: close the peer's end. */
-		if (m->type == RS_MSG_ACCEPT)
-			rs_qp_stray(qp, m->src_conn, m->dst_conn, 0, false);
-		return false;
-	}
-
-	switch (m->type) {
-	case RS_MSG_ACCEPT:
-		rs_recv_accept(qp, ac, m, payload);
-		break;
-	case RS_MSG_REJECT:
-		/* The peer never opened its end: nothing of it fills a slot. */
-		if (ac->remote_id)
-			break;
-		spin_lock_irq(&qp->lock);
-		ac->peer_closed = true;
-		spin_unlock_irq(&qp->lock);
-		if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
-			rs_ac_do_close(ac, rs_proto_reject_errno(m->error), false);
-		rs_ac_unquarantine(ac);
-		break;
-	case RS_MSG_DATA:
-		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
-			break;
-		if (rs_recv_data(ac, m, payload)) {
-			pr_warn_ratelimited("AC %u: protocol error from the peer: seq %u/%u offset %u/%u len %u/%u reserved %u\n",
-					    ac->id, m->seq, ac->rx_seq, m->offset, ac->rx_off,
-					    m->msg_len, ac->rx_msg_len, ac->rx_reserved);
-			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-			rs_qp_down(qp, -EPROTO);
-		}
-		break;
-	case RS_MSG_CLOSE:
-		if (ac->remote_id != m->src_conn)
-			break;
-		if (m->flags & RS_F_HALF) {
-			rs_ac_peer_shut(ac);
-			break;
-		}
-		spin_lock_irq(&qp->lock);
-		ac->peer_closed = true;
-		spin_unlock_irq(&qp->lock);
-		rs_ac_do_close(ac, 0, false);
-		/*
-		 * The peer sends no more: slots this end kept for it are free.
-		 * Version 4: answered, so that the peer gets its own back.
-		 */
-		rs_ac_unquarantine(ac);
-		if (qp->version >= 4)
-			rs_ac_tell_closed(ac, true);
-		break;
-	}
-
-	if (ac->remote_id == m->src_conn)
-		kick = rs_ac_recv_credits(qp, ac, m, payload);
-	rs_ac_put(ac);
-	return kick || m->type == RS_MSG_ACCEPT;
+/* The peer's CLOSE of its end of @ac (not a HALF one: rs_ac_peer_shut()). */
+void rs_ac_peer_close(struct rs_qp *qp, struct rs_ac *ac)
+{
+	spin_lock_irq(&qp->lock);
+	ac->peer_closed = true;
+	spin_unlock_irq(&qp->lock);
+	rs_ac_do_close(ac, 0, false);
+	/*
+	 * The peer sends no more: slots this end kept for it are free.
+	 * Version 4: answered, so that the peer gets its own back.
+	 */
+	rs_ac_unquarantine(ac);
+	if (qp->version >= 4)
+		rs_ac_tell_closed(ac, true);
 }
 
 /* ---- file release ---- */
@@ -1467,7 +1283,7 @@ static void rs_ac_tell_closed(struct rs_ac *ac, bool answer)
  * Close @ac for @error as rs_ac_do_close() does, and tell its peer: for an
  * AC that this end drops while its QP stays up.
  */
-static void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app)
+void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app)
 {
 	if (rs_ac_do_close(ac, error, by_app))
 		rs_ac_tell_closed(ac, false);

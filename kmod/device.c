@@ -40,8 +40,6 @@ struct rs_device *rs_device_get_by_ibdev(struct ib_device *ibdev)
 	return ib_get_client_data(ibdev, &rs_ib_client);
 }
 
-static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc);
-
 int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx)
 {
 	struct ib_sge sge = {
@@ -58,73 +56,6 @@ int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx)
 	ib_dma_sync_single_for_device(rdev->ibdev, rx->dma, rdev->rx_buf_size,
 				      DMA_FROM_DEVICE);
 	return ib_post_srq_recv(rdev->srq, &wr, NULL);
-}
-
-/*
- * A SEND arrived on one of the device's QPs: check every record of it, hand
- * them to the AC layer in order, give the buffer back to the SRQ.  A SEND
- * with one bad record is refused whole, before any record acts.  Everything
- * is copied out before this returns, so the SRQ never waits for an
- * application.
- */
-static void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rs_rx_buf *rx = container_of(wc->wr_cqe, struct rs_rx_buf, cqe);
-	struct rs_device *rdev = rx->rdev;
-	/* Valid: a QP is destroyed only after its CQ was drained (cm.c). */
-	struct rs_qp *qp = wc->qp->qp_context;
-	u32 max_chunk = rdev->rx_buf_size - RS_HDR_LEN;
-	struct rs_proto_msg m;
-	size_t pos = 0, at;
-	bool push = false;
-	int ret;
-
-	/* Posted buffers fell to a quarter of the SRQ: the refills lag. */
-	if (atomic_dec_return(&rdev->rx_posted) == rdev->srq_size / 4)
-		rs_stat_add(&rdev->stats, RS_STAT_SRQ_LOW, 1);
-	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR) {
-			pr_err_ratelimited("%s: receive failed: %s\n",
-					   dev_name(&rdev->ibdev->dev),
-					   ib_wc_status_msg(wc->status));
-			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-		}
-		/* A QP that failed returns the buffer it held: post it again. */
-		goto repost;
-	}
-
-	ib_dma_sync_single_for_cpu(rdev->ibdev, rx->dma, rdev->rx_buf_size,
-				   DMA_FROM_DEVICE);
-	ret = rs_proto_check_batch(rx->buf, wc->byte_len, qp->version, max_chunk);
-	if (ret < 0) {
-		/* A broken or hostile peer: it loses its QP, nobody else. */
-		pr_warn_ratelimited("%s: QP %u: malformed message: %d\n",
-				    dev_name(&rdev->ibdev->dev), qp->qp_num, ret);
-		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-		rs_qp_down(qp, -EPROTO);
-		goto repost;
-	}
-	rs_qp_stat(qp, RS_STAT_RX_SENDS, 1);
-	for (at = 0; rs_proto_next(rx->buf, wc->byte_len, &pos, qp->version,
-				   max_chunk, &m) > 0; at = pos) {
-		/* A record the AC layer refused took the QP down: no more. */
-		if (READ_ONCE(qp->state) == RS_QP_DOWN)
-			break;
-		rs_qp_count_msg(qp, &m, true);
-		push |= rs_ac_recv(qp, &m, rx->buf + at + RS_HDR_LEN);
-	}
-	/* Credits came: what waited for them goes, from here. */
-	if (push)
-		rs_qp_push(qp);
-repost:
-	ret = rs_device_post_recv(rdev, rx);
-	if (ret) {
-		pr_err_ratelimited("%s: cannot repost a receive buffer: %d\n",
-				   dev_name(&rdev->ibdev->dev), ret);
-		return;
-	}
-	atomic_inc(&rdev->rx_posted);
-	rs_stat_add(&rdev->stats, RS_STAT_SRQ_REFILLS, 1);
 }
 
 static void rs_rx_free(struct rs_device *rdev, u32 n)

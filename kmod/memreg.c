@@ -23,7 +23,7 @@
  * lasts as long as the mapping.  Its rkey is the file's on the device, not
  * an AC's: a peer that has it could write into any of the file's slots,
  * not only those it holds credits for; the receiver checks the slot each
- * placed chunk names (ac.c), but cannot see a write into another.  Peers
+ * placed chunk names (recv.c), but cannot see a write into another.  Peers
  * are authenticated rdmashare hosts (cm.c); memory windows bound to a
  * QP would narrow it, but the kernel's verbs cannot bind them.
  *

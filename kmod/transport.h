@@ -625,8 +625,19 @@ void rs_qp_push(struct rs_qp *qp);
 void rs_sender_work(struct work_struct *work);
 void rs_qp_xmit_stop(struct rs_qp *qp);
 
+/* recv.c */
+void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+
 /* ac.c: called from the transport */
-bool rs_ac_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload);
+struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id);
+void rs_ac_peer_connect(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload);
+void rs_ac_peer_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
+		       const void *payload);
+void rs_ac_peer_reject(struct rs_qp *qp, struct rs_ac *ac, u32 error);
+void rs_ac_peer_shut(struct rs_ac *ac);
+void rs_ac_peer_close(struct rs_qp *qp, struct rs_ac *ac);
+void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app);
+void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own);
 void rs_ac_put(struct rs_ac *ac);
 void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 void rs_ac_qp_down(struct rs_ac *ac, int error);
