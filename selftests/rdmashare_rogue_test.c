@@ -26,7 +26,10 @@
  *    the rkey of the receive slots in the ACCEPT and the slots it may use;
  *    a chunk it RDMA WRITEs into the oldest of them and names in a PLACED
  *    record reaches the application intact, while a record that names
- *    another slot, or more bytes than a slot holds, takes its QP down.
+ *    another slot, or more bytes than a slot holds, takes its QP down;
+ *  - forged_key, revoked_key: a version 4 peer's WRITE with an rkey it was
+ *    never given, or with that of a file that closed since, fails and
+ *    costs it its QP, nobody else anything.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left.
  */
@@ -331,10 +334,14 @@ struct rogue_v4 {
 	uint32_t slots[64];
 };
 
-static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
-		       struct rogue_v4 *a)
+/*
+ * On the rogue's connection, its AC @src to @port: what the ACCEPT named in
+ * @a, and the module's connection id.
+ */
+static int rogue_v4_connect(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+			    unsigned int port, uint32_t src, struct rogue_v4 *a)
 {
-	struct rogue_conn cp = { .port = htonl(PORT + 1), .slot_size = htonl(16384) };
+	struct rogue_conn cp = { .port = htonl(port), .slot_size = htonl(16384) };
 	double end = rs_now() + 30;
 	struct rogue_hdr h;
 	struct rogue_conn acc;
@@ -343,12 +350,8 @@ static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *s
 	uint32_t i;
 	int n;
 
-	rogue_close(&self->r);
-	rogue_version = 4;
-	if (rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT + 3) != RDMA_CM_EVENT_ESTABLISHED)
-		return -1;
 	/* No credits for the module: it never sends to the rogue. */
-	rogue_hdr(self->r.buf, ROGUE_CONNECT, 0, 0, 7, 0, 0, 0, sizeof(cp), 0);
+	rogue_hdr(self->r.buf, ROGUE_CONNECT, 0, 0, src, 0, 0, 0, sizeof(cp), 0);
 	memcpy(self->r.buf + ROGUE_HDR_LEN, &cp, sizeof(cp));
 	/* Not rogue_send(): the ACCEPT may come before the SEND's completion. */
 	if (rogue_post(&self->r, ROGUE_HDR_LEN + sizeof(cp)))
@@ -362,7 +365,7 @@ static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *s
 		for (pos = 0; pos + ROGUE_HDR_LEN <= (size_t)n;
 		     pos += rogue_rec_len(ntohl(h.len))) {
 			memcpy(&h, rx + pos, sizeof(h));
-			if (h.type != ROGUE_ACCEPT || ntohl(h.dst_conn) != 7)
+			if (h.type != ROGUE_ACCEPT || ntohl(h.dst_conn) != src)
 				continue;
 			memcpy(&acc, rx + pos + ROGUE_HDR_LEN, sizeof(acc));
 			a->id = ntohl(h.src_conn);
@@ -382,6 +385,17 @@ static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *s
 		}
 	}
 	return -5;
+}
+
+/* A version 4 rogue (a new connection) and its AC 7 to @port. */
+static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+		       unsigned int port, struct rogue_v4 *a)
+{
+	rogue_close(&self->r);
+	rogue_version = 4;
+	if (rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT + 3) != RDMA_CM_EVENT_ESTABLISHED)
+		return -1;
+	return rogue_v4_connect(_metadata, self, port, 7, a);
 }
 
 /*
@@ -404,26 +418,40 @@ static int rogue_place(struct rogue *r, const struct rogue_v4 *a, uint32_t seq,
 }
 
 /*
- * A version 4 rogue's AC granted at least @min slots, accepted by the
- * fixture, and a first chunk placed in the oldest slot, received intact.
- * The accepted AC, or a negative number.
+ * A version 4 rogue's AC to @port, granted at least @min slots, accepted
+ * on listener @l of file @rs, and a first chunk placed in the oldest slot,
+ * received intact.  The accepted AC, or a negative number.
  */
+static int rogue_v4_placed_at(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+			      struct rdmashare *rs, int l, unsigned int port,
+			      struct rogue_v4 *a, uint32_t min)
+{
+	char in[64] = "";
+	ssize_t n;
+	int ac;
+
+	if (rogue_v4_ac(_metadata, self, port, a) <= 0 || !a->rkey || a->credits < min)
+		return -1;
+	ac = rdmashare_accept(rs, l, 20000);
+	if (ac <= 0)
+		return -2;
+	n = rogue_place(&self->r, a, 0, a->slots[0], "placed 0", 64, 64);
+	if (n) {
+		TH_LOG("placing the first chunk: %zd", n);
+		return -3;
+	}
+	n = rdmashare_recv(rs, ac, in, sizeof(in), 20000);
+	if (n != 64 || strcmp(in, "placed 0")) {
+		TH_LOG("the first chunk: %zd bytes, '%.8s'", n, in);
+		return -4;
+	}
+	return ac;
+}
+
 static int rogue_v4_placed(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
 			   struct rogue_v4 *a, uint32_t min)
 {
-	char in[64];
-	int ac;
-
-	if (rogue_v4_ac(_metadata, self, a) <= 0 || !a->rkey || a->credits < min)
-		return -1;
-	ac = rdmashare_accept(self->rs, self->l2, 20000);
-	if (ac <= 0)
-		return -2;
-	if (rogue_place(&self->r, a, 0, a->slots[0], "placed 0", 64, 64) ||
-	    rdmashare_recv(self->rs, ac, in, sizeof(in), 10000) != 64 ||
-	    strcmp(in, "placed 0"))
-		return -3;
-	return ac;
+	return rogue_v4_placed_at(_metadata, self, self->rs, self->l2, PORT + 1, a, min);
 }
 
 TEST_F_TIMEOUT(rogue, placed, 240)
@@ -463,6 +491,59 @@ TEST_F_TIMEOUT(rogue, placed_too_long, 240)
 	/* The record says one byte more than a slot holds. */
 	rogue_place(&self->r, &a, 1, a.slots[1], "too long", 64, a.slot_size + 1);
 	dropped_only_rogue(_metadata, self);
+}
+
+/* The rogue's QP is gone: its WRITE with a key it does not hold failed. */
+static void write_refused(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+			  const struct rogue_v4 *a, uint32_t rkey)
+{
+	memset(self->r.buf, 0x66, 64);
+	EXPECT_NE(0, rogue_write(&self->r, 64, (uint64_t)a->slots[1] * a->slot_size, rkey));
+	dropped_only_rogue(_metadata, self);
+}
+
+TEST_F_TIMEOUT(rogue, forged_key, 240)
+{
+	struct rogue_v4 a;
+
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	/* The key byte of the rkey changed: a region it was never given. */
+	write_refused(_metadata, self, &a, a.rkey ^ 0x5a);
+}
+
+/*
+ * A key that was good: its file closed, the rogue answered the CLOSE, the
+ * AC (the file's last) went, and with the file the region.  The rogue's
+ * WRITE with it fails and costs it its QP (with its AC to another file,
+ * whose KEEPALIVEs find the QP broken: rxe reports no event), nobody else
+ * anything; the freed slots are untouched.
+ */
+TEST_F_TIMEOUT(rogue, revoked_key, 240)
+{
+	double end = rs_now() + 20;
+	struct rogue_v4 a, other;
+	struct rdmashare *rs;
+	char acs[32];
+	int l;
+
+	rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT + 2, 8);
+	ASSERT_LT(0, l);
+	ASSERT_LT(0, rogue_v4_placed_at(_metadata, self, rs, l, PORT + 2, &a, 2));
+	ASSERT_LT(0, rogue_v4_connect(_metadata, self, PORT + 1, 8, &other));
+	ASSERT_LT(0, rdmashare_accept(self->rs, self->l2, 20000));
+	rdmashare_close(rs);
+	rogue_hdr(self->r.buf, ROGUE_CLOSE, 0, a.id, 7, 0, 0, 0, 0, 0);
+	ASSERT_EQ(0, rogue_send(&self->r, ROGUE_HDR_LEN));
+	while (rs_now() < end &&
+	       (rs_read_file(RS_SYSFS "/peers/" ROGUE_IP "/acs", acs, sizeof(acs)) ||
+		atoi(acs) != 1))
+		usleep(100000);
+	ASSERT_EQ(1, atoi(acs));
+	usleep(500000);		/* the file's release follows its last AC's */
+	EXPECT_TRUE(rogue_peer_listed());
+	write_refused(_metadata, self, &a, a.rkey);
 }
 
 TEST_F_TIMEOUT(rogue, other_acs, 90)

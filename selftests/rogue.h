@@ -66,7 +66,12 @@ struct rogue {
 	struct ibv_mr *mr;
 	char *buf;		/* [0, ROGUE_BUF): send; then ROGUE_RECVS receive buffers */
 	int no_repost;		/* receives taken are not posted again */
+	uint64_t send_seq;	/* number of the last send posted, */
+	uint64_t send_done;	/* and of the last one completed */
 };
+
+/* A send's wr_id: this bit and a sequence number; a receive's: its index + 1. */
+#define ROGUE_SEND_ID	(1ULL << 63)
 
 /* The next rdma_cm event within @ms; its type, or -1. */
 static inline int rogue_event(struct rdma_event_channel *ch, int ms)
@@ -225,9 +230,11 @@ static inline int rogue_poll(struct rogue *r, int ms, char **recv)
 			usleep(1000);
 			continue;
 		}
+		if (wc.wr_id & ROGUE_SEND_ID)
+			r->send_done = wc.wr_id & ~ROGUE_SEND_ID;
 		if (wc.status != IBV_WC_SUCCESS)
 			return -1000 - (int)wc.status;
-		if (wc.wr_id) {
+		if (wc.wr_id && !(wc.wr_id & ROGUE_SEND_ID)) {
 			if (recv)
 				*recv = r->buf + wc.wr_id * ROGUE_BUF;
 			if (!r->no_repost)
@@ -239,6 +246,35 @@ static inline int rogue_poll(struct rogue *r, int ms, char **recv)
 	return -ETIMEDOUT;
 }
 
+/* Post @wr (signaled); 0 or an error.  Its completion sets send_done. */
+static inline int rogue_post_wr(struct rogue *r, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	wr->wr_id = ROGUE_SEND_ID | ++r->send_seq;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	return ibv_post_send(r->id->qp, wr, &bad) ? -errno : 0;
+}
+
+/*
+ * Wait for the completion of the send posted last: 0, or its error.  What
+ * comes before it (receives, which are dropped: tests that want them poll;
+ * completions of earlier sends) is skipped.
+ */
+static inline int rogue_wait_send(struct rogue *r)
+{
+	char *rx;
+	int ret;
+
+	for (;;) {
+		ret = rogue_poll(r, 10000, &rx);
+		if (ret <= 0 && r->send_done == r->send_seq)
+			return ret;
+		if (ret < 0 && ret > -1000)
+			return ret;	/* timed out */
+	}
+}
+
 /*
  * Post a SEND of @len bytes from the send buffer; its completion comes to
  * rogue_poll() as 0.  0 or an error.
@@ -246,27 +282,17 @@ static inline int rogue_poll(struct rogue *r, int ms, char **recv)
 static inline int rogue_post(struct rogue *r, size_t len)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = len, .lkey = r->mr->lkey };
-	struct ibv_send_wr wr = {
-		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND };
 
-	return ibv_post_send(r->id->qp, &wr, &bad) ? -errno : 0;
+	return rogue_post_wr(r, &wr);
 }
 
 /* Send @len bytes from the send buffer; 0 once it completed, or an error. */
 static inline int rogue_send(struct rogue *r, size_t len)
 {
-	char *rx;
-	int ret;
+	int ret = rogue_post(r, len);
 
-	ret = rogue_post(r, len);
-	if (ret)
-		return ret;
-	/* Receives that come meanwhile are dropped: tests that want them poll. */
-	while ((ret = rogue_poll(r, 10000, &rx)) > 0)
-		;
-	return ret;
+	return ret ? ret : rogue_wait_send(r);
 }
 
 /*
@@ -278,17 +304,11 @@ static inline int rogue_write(struct rogue *r, size_t len, uint64_t raddr, uint3
 	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = len, .lkey = r->mr->lkey };
 	struct ibv_send_wr wr = {
 		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
-	}, *bad;
-	char *rx;
-	int ret;
+	};
+	int ret = rogue_post_wr(r, &wr);
 
-	if (ibv_post_send(r->id->qp, &wr, &bad))
-		return -errno;
-	while ((ret = rogue_poll(r, 10000, &rx)) > 0)
-		;
-	return ret;
+	return ret ? ret : rogue_wait_send(r);
 }
 
 /* Wait up to @ms for the module to disconnect; 0 if it did. */
