@@ -25,9 +25,10 @@
  *    to a SEND with 0, every message intact and in order either way; a
  *    value over 1 MiB is EINVAL;
  *  - autocork: with credits to spare, messages sent one system call each
- *    still share SENDs while one is in flight (autocork 1), go one to a
- *    SEND without it (autocork 0), and share again when inflight_max lets
- *    only one SEND fly; the tunables refuse values out of range;
+ *    still share SENDs while one is in flight (autocork 1), go as they
+ *    come without it (autocork 0: they share only once the TX buffers run
+ *    out, far less), and share again when inflight_max lets only one SEND
+ *    fly; the tunables refuse values out of range;
  *  - zero copy: with pullup_max 4096 the chunks over 4096 bytes go from the
  *    data area itself, page aligned or not, padded or not, from a receive
  *    slot too (an echo), straight into the peer's receive slots (version 4
@@ -37,6 +38,8 @@
  *    1 MiB is EINVAL.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <sched.h>
 
 #include "common.h"
 #include "rdmashare.h"
@@ -565,19 +568,44 @@ TEST_F_TIMEOUT(st, coalescing, 180)
  * system call) apiece, so that nothing but autocork and inflight_max makes
  * them share a SEND.  Records per SEND on the device, both directions (the
  * receiver's credits too).
+ *
+ * Autocork gathers only what comes while a SEND is in flight, so the
+ * round makes sure one is: the sender runs at SCHED_FIFO on CPU 0, where
+ * the completion work is queued (ib_comp_wq is per CPU) whenever the
+ * device completes on the CPU that posted, as rxe does on 6.1; that work
+ * runs only once the sender sleeps.  Left to chance, rxe on 6.1 often
+ * completes each SEND before the next system call, and autocork then
+ * rightly has nothing to gather.
  */
 static int cork_round(struct rdmashare *c, struct rdmashare *s, const char *autocork,
 		      const char *inflight, const int *cac, const int *sac,
 		      const char *dev, double *fill)
 {
+	struct sched_param fifo = { .sched_priority = 1 }, other = { 0 };
+	cpu_set_t cpu0, old;
 	long records, sends;
 	int ret;
 
 	ret = rs_write_file(RS_SYSFS "/autocork", autocork);
 	if (!ret)
 		ret = rs_write_file(RS_SYSFS "/inflight_max", inflight);
-	if (!ret)
-		ret = coalesce_round(c, s, cac, sac, 8, 32, dev, &records, &sends);
+	if (ret)
+		return ret;
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_getaffinity(0, sizeof(old), &old) ||
+	    sched_setaffinity(0, sizeof(cpu0), &cpu0))
+		return -errno;
+	if (sched_setscheduler(0, SCHED_FIFO, &fifo)) {
+		ret = -errno;
+		goto out_affinity;
+	}
+	ret = coalesce_round(c, s, cac, sac, 8, 32, dev, &records, &sends);
+	if (sched_setscheduler(0, SCHED_OTHER, &other) && !ret)
+		ret = -errno;
+out_affinity:
+	if (sched_setaffinity(0, sizeof(old), &old) && !ret)
+		ret = -errno;
 	if (ret)
 		return ret;
 	if (records < 256 || sends <= 0)
