@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -305,6 +306,50 @@ static inline int rs_wait_child(pid_t pid)
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 100 + WTERMSIG(status);
+}
+
+/*
+ * Keep what the calling thread posts in flight while it posts more, as on a
+ * loaded host or with a NIC slower than the application: run it at
+ * SCHED_FIFO on CPU 0 until rs_fifo_end().  A device that completes on the
+ * posting CPU (rxe on 6.1 runs its tasks as tasklets there) queues the
+ * completion work there too (ib_comp_wq is per CPU), and it runs only
+ * while the thread sleeps.  Left to chance, rxe on 6.1 often completes
+ * each SEND before the thread's next system call.
+ */
+struct rs_fifo {
+	cpu_set_t old;
+};
+
+static inline int rs_fifo_begin(struct rs_fifo *f)
+{
+	struct sched_param fifo = { .sched_priority = 1 };
+	cpu_set_t cpu0;
+
+	CPU_ZERO(&cpu0);
+	CPU_SET(0, &cpu0);
+	if (sched_getaffinity(0, sizeof(f->old), &f->old) ||
+	    sched_setaffinity(0, sizeof(cpu0), &cpu0))
+		return -errno;
+	if (sched_setscheduler(0, SCHED_FIFO, &fifo)) {
+		int err = -errno;
+
+		sched_setaffinity(0, sizeof(f->old), &f->old);
+		return err;
+	}
+	return 0;
+}
+
+static inline int rs_fifo_end(struct rs_fifo *f)
+{
+	struct sched_param other = { 0 };
+	int ret = 0;
+
+	if (sched_setscheduler(0, SCHED_OTHER, &other))
+		ret = -errno;
+	if (sched_setaffinity(0, sizeof(f->old), &f->old) && !ret)
+		ret = -errno;
+	return ret;
 }
 
 #endif

@@ -38,8 +38,6 @@
  *    1 MiB is EINVAL.
  */
 #include <arpa/inet.h>
-#include <errno.h>
-#include <sched.h>
 
 #include "common.h"
 #include "rdmashare.h"
@@ -488,18 +486,13 @@ TEST_F_TIMEOUT(st, sysfs_counters, 180)
 	free(buf);
 }
 
-
-/* One round of the coalescing test: records and SENDs posted meanwhile. */
-static int coalesce_round(struct rdmashare *c, struct rdmashare *s, const int *cac,
-			  const int *sac, int nac, int n, const char *dev,
-			  long *records, long *sends)
+/* @n messages on each of @nac ACs, one system call each, and back. */
+static int coalesce_msgs(struct rdmashare *c, struct rdmashare *s, const int *cac,
+			 const int *sac, int nac, int n)
 {
-	long r0, s0, r1, s1;
 	unsigned char buf[64];
 	int a, i, ret;
 
-	r0 = read_in(dev, "stats/tx_chunks") + read_in(dev, "stats/ctrl_tx");
-	s0 = read_in(dev, "stats/tx_sends");
 	for (i = 0; i < n; i++) {
 		for (a = 0; a < nac; a++) {
 			memset(buf, a * 37 + i, sizeof(buf));
@@ -517,9 +510,30 @@ static int coalesce_round(struct rdmashare *c, struct rdmashare *s, const int *c
 				return -EBADMSG;
 		}
 	}
-	ret = rdmashare_flush(c, 10000);
+	return rdmashare_flush(c, 10000);
+}
+
+/*
+ * One round of the coalescing test: records and SENDs posted meanwhile,
+ * with the sends in flight while more are posted (rs_fifo_begin()).
+ */
+static int coalesce_round(struct rdmashare *c, struct rdmashare *s, const int *cac,
+			  const int *sac, int nac, int n, const char *dev,
+			  long *records, long *sends)
+{
+	long r0, s0, r1, s1;
+	struct rs_fifo f;
+	int ret, ret2;
+
+	r0 = read_in(dev, "stats/tx_chunks") + read_in(dev, "stats/ctrl_tx");
+	s0 = read_in(dev, "stats/tx_sends");
+	ret = rs_fifo_begin(&f);
 	if (ret)
 		return ret;
+	ret = coalesce_msgs(c, s, cac, sac, nac, n);
+	ret2 = rs_fifo_end(&f);
+	if (ret || ret2)
+		return ret ?: ret2;
 	r1 = read_in(dev, "stats/tx_chunks") + read_in(dev, "stats/ctrl_tx");
 	s1 = read_in(dev, "stats/tx_sends");
 	if (r0 < 0 || s0 < 0 || r1 < 0 || s1 < 0)
@@ -569,43 +583,21 @@ TEST_F_TIMEOUT(st, coalescing, 180)
  * them share a SEND.  Records per SEND on the device, both directions (the
  * receiver's credits too).
  *
- * Autocork gathers only what comes while a SEND is in flight, so the
- * round makes sure one is: the sender runs at SCHED_FIFO on CPU 0, where
- * the completion work is queued (ib_comp_wq is per CPU) whenever the
- * device completes on the CPU that posted, as rxe does on 6.1; that work
- * runs only once the sender sleeps.  Left to chance, rxe on 6.1 often
- * completes each SEND before the next system call, and autocork then
- * rightly has nothing to gather.
+ * Autocork gathers only what comes while a SEND is in flight, which
+ * coalesce_round() makes sure of.
  */
 static int cork_round(struct rdmashare *c, struct rdmashare *s, const char *autocork,
 		      const char *inflight, const int *cac, const int *sac,
 		      const char *dev, double *fill)
 {
-	struct sched_param fifo = { .sched_priority = 1 }, other = { 0 };
-	cpu_set_t cpu0, old;
 	long records, sends;
 	int ret;
 
 	ret = rs_write_file(RS_SYSFS "/autocork", autocork);
 	if (!ret)
 		ret = rs_write_file(RS_SYSFS "/inflight_max", inflight);
-	if (ret)
-		return ret;
-	CPU_ZERO(&cpu0);
-	CPU_SET(0, &cpu0);
-	if (sched_getaffinity(0, sizeof(old), &old) ||
-	    sched_setaffinity(0, sizeof(cpu0), &cpu0))
-		return -errno;
-	if (sched_setscheduler(0, SCHED_FIFO, &fifo)) {
-		ret = -errno;
-		goto out_affinity;
-	}
-	ret = coalesce_round(c, s, cac, sac, 8, 32, dev, &records, &sends);
-	if (sched_setscheduler(0, SCHED_OTHER, &other) && !ret)
-		ret = -errno;
-out_affinity:
-	if (sched_setaffinity(0, sizeof(old), &old) && !ret)
-		ret = -errno;
+	if (!ret)
+		ret = coalesce_round(c, s, cac, sac, 8, 32, dev, &records, &sends);
 	if (ret)
 		return ret;
 	if (records < 256 || sends <= 0)
