@@ -191,6 +191,9 @@ boot_guest() {
 	local name=$1 role=$2 cmd=$3 cut=${4:-} w=$out/$1 ip ip6 peer peer6 net lp rp mac
 	local qpid
 	local netargs=(-nic none)
+	# Nothing of an earlier run in a kept --out: its rc would stand for
+	# this guest's if this one crashed before writing its own.
+	rm -rf "$w"
 	mkdir -p "$w"
 	chmod 0777 "$w"
 	printf '%s\n' "$cmd" >"$w/cmd"
