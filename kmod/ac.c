@@ -29,9 +29,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/jiffies.h>
-#include <linux/math64.h>
 #include <linux/memcontrol.h>
-#include <linux/nospec.h>
 #include <linux/sched/signal.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -166,7 +164,7 @@ static int rs_ac_add_to_file(struct rs_file *rf, struct rs_ac *ac)
 	return ret;
 }
 
-static void rs_ac_del_from_file(struct rs_ac *ac)
+void rs_ac_del_from_file(struct rs_ac *ac)
 {
 	struct rs_file *rf = ac->rf;
 	bool found;
@@ -184,7 +182,7 @@ static bool rs_ac_get_any(void *entry, void *arg)
 	return true;
 }
 
-static struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid)
+struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid)
 {
 	return rs_actable_get(&rf->acs, fid, rs_ac_get_any, NULL);
 }
@@ -204,7 +202,7 @@ static bool rs_ac_get_handed_out(void *entry, void *arg)
  * The AC @fid as the application may name it: not one whose CONNECT is
  * still running, nor one waiting in a backlog for ACCEPT.
  */
-static struct rs_ac *rs_ac_lookup_user(struct rs_file *rf, u32 fid)
+struct rs_ac *rs_ac_lookup_user(struct rs_file *rf, u32 fid)
 {
 	return rs_actable_get(&rf->acs, fid, rs_ac_get_handed_out, NULL);
 }
@@ -337,7 +335,7 @@ void rs_ac_flush_closed(struct rs_file *rf)
 }
 
 /* The application closes the AC: a CLOSED that waits for room is moot. */
-static void rs_ac_cancel_closed(struct rs_ac *ac)
+void rs_ac_cancel_closed(struct rs_ac *ac)
 {
 	if (rs_cq_cancel_over(ac->rf, &ac->closed))
 		rs_ac_put(ac);
@@ -347,7 +345,7 @@ static void rs_ac_cancel_closed(struct rs_ac *ac)
  * An operation ended: its memory goes back to the pool, then its completion
  * gives back its CQ reservation (see rs_op_get()).
  */
-static void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
+void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
 	u64 user_data = op->user_data;
 	u8 opcode = op->opcode;
@@ -430,7 +428,7 @@ static void rs_ac_finish(struct rs_ac *ac, int error)
  * returned.  An AC still in a listener's backlog keeps the reservation:
  * ACCEPT or the listener's close decides, under the same lock.
  */
-static bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
+bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 {
 	struct rs_file *rf = ac->rf;
 	enum rs_ac_state old;
@@ -784,91 +782,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 	return 0;
 }
 
-/* ---- operations from the SQ ---- */
-
-/* SEND, SHUTDOWN, or CLOSE of an open AC: queued for the sender. */
-static void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
-{
-	struct rs_dma_map *map = NULL;
-	struct rs_file *rf = ac->rf;
-	struct rs_device *rdev;
-	bool dup_close;
-	struct rs_send *op;
-	int err = 0;
-
-	if (sqe->len > RS_PROTO_MAX_MSG || sqe->addr > rf->map_size ||
-	    sqe->len > rf->map_size - sqe->addr) {
-		rs_complete_op(rf, sqe, -EINVAL);
-		return;
-	}
-	op = rs_op_get(rf);
-	if (!op) {
-		rs_complete_op(rf, sqe, -ENOMEM);
-		return;
-	}
-	op->opcode = sqe->opcode;
-	op->user_data = sqe->user_data;
-	op->addr = sqe->addr;
-	op->len = sqe->len;
-	/*
-	 * Its chunks over pullup_max go from the data area in place, once it
-	 * is mapped for the device (sender.c); without a mapping, copied.
-	 */
-	if (op->opcode == RDMASHARE_OP_SEND && !ac->map &&
-	    op->len > READ_ONCE(rs_pullup_max)) {
-		rdev = READ_ONCE(ac->qp->rdev);
-		if (rdev)
-			map = rs_dma_map_get(rf, rdev);
-	}
-
-	spin_lock_irq(&ac->qp->lock);
-	if (map)
-		ac->map = map;
-	dup_close = ac->close_queued;
-	if (ac->peer_closed)
-		err = -EPIPE;
-	else if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
-		err = ac->error ?: -ENOTCONN;
-	else if (ac->close_queued || (ac->shut_queued && op->opcode != RDMASHARE_OP_CLOSE))
-		err = -EPIPE;
-	if (!err) {
-		switch (op->opcode) {
-		case RDMASHARE_OP_SEND:
-			op->seq = ac->tx_seq++;
-			break;
-		case RDMASHARE_OP_CLOSE:
-			ac->close_queued = true;
-			fallthrough;
-		default:
-			ac->shut_queued = true;
-			break;
-		}
-		list_add_tail(&op->node, &ac->sendq);
-		if (list_is_singular(&ac->sendq) && op->opcode == RDMASHARE_OP_SEND)
-			rs_ac_queued_send(ac);
-		if (rs_ac_can_send(ac))
-			rs_sched_enqueue(&ac->qp->sched, &ac->se);
-	}
-	spin_unlock_irq(&ac->qp->lock);
-	if (err) {
-		rs_op_put(rf, op);
-		/*
-		 * The first CLOSE of an AC that closed under it (the peer's
-		 * CLOSE, a lost QP) still frees the id, as any CLOSE does.
-		 */
-		if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
-			rs_ac_do_close(ac, 0, true);
-			WRITE_ONCE(ac->handed_out, false);
-			rs_ac_cancel_closed(ac);
-			rs_complete_op(rf, sqe, 0);
-			rs_ac_del_from_file(ac);
-			return;
-		}
-		rs_complete_op(rf, sqe, err);
-		return;
-	}
-	rs_qp_push(ac->qp);
-}
+/* ---- CLOSE (send.c hands it over) ---- */
 
 /* CLOSE of a listener: no new connections; the backlog is closed. */
 static void rs_ac_close_listener(struct rs_ac *l)
@@ -905,7 +819,12 @@ static void rs_ac_close_listener(struct rs_ac *l)
 	}
 }
 
-static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
+/*
+ * CLOSE: of a listener, at once; of an open AC, queued as a message for the
+ * peer (rs_ac_send()); of an AC closed under the application, only its id
+ * is left to free.
+ */
+void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 {
 	struct rs_file *rf = ac->rf;
 
@@ -932,87 +851,6 @@ static void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		rs_ac_del_from_file(ac);
 		rs_complete_op(rf, sqe, 0);
 		return;
-	}
-}
-
-static void rs_ac_release_slot(struct rs_file *rf, const struct rdmashare_sqe *sqe)
-{
-	struct rs_rx_slot *slot;
-	struct rs_ac *ac;
-	u32 idx, conn, rem;
-	u64 off;
-
-	if (sqe->len || sqe->addr < rf->rx_offset)
-		goto inval;
-	/* div_u64_rem(): no 64-bit division helpers on 32-bit builds. */
-	off = div_u64_rem(sqe->addr - rf->rx_offset, rf->rx_slot_size, &rem);
-	if (rem || off >= rf->rx_slots)
-		goto inval;
-	idx = array_index_nospec((u32)off, rf->rx_slots);
-
-	spin_lock_irq(&rf->rx_lock);
-	slot = &rf->slots[idx];
-	/* Owned by that AC, and its RECV completion was reaped. */
-	if (!slot->fid || slot->fid != sqe->ac ||
-	    (s32)(rs_cq_head(rf) - slot->cq_idx) <= 0) {
-		spin_unlock_irq(&rf->rx_lock);
-		goto inval;
-	}
-	slot->fid = 0;
-	conn = slot->conn;
-	rf->rx_free[rf->nr_rx_free++] = idx;
-	spin_unlock_irq(&rf->rx_lock);
-
-	/*
-	 * Back to its AC as a credit, or to the pool if the id names another
-	 * AC now (a discarded one's slot).
-	 */
-	ac = rs_ac_lookup_fid(rf, sqe->ac);
-	rs_rx_slot_back(rf, ac, conn);
-	if (ac)
-		rs_ac_put(ac);
-	rs_complete_op(rf, sqe, 0);
-	return;
-inval:
-	rs_complete_op(rf, sqe, -EINVAL);
-}
-
-/* SEND, RELEASE, CLOSE and SHUTDOWN from submit.c; each completes once. */
-void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe)
-{
-	bool ctrl = sqe->opcode != RDMASHARE_OP_SEND;
-	struct rs_ac *ac;
-
-	if (sqe->opcode == RDMASHARE_OP_RELEASE) {
-		rs_ac_release_slot(rf, sqe);
-		return;
-	}
-	ac = rs_ac_lookup_user(rf, sqe->ac);
-	if (!ac) {
-		rs_complete_op(rf, sqe, -ENOENT);
-		return;
-	}
-	if (ctrl && (sqe->addr || sqe->len))
-		rs_complete_op(rf, sqe, -EINVAL);
-	else if (sqe->opcode == RDMASHARE_OP_CLOSE)
-		rs_ac_close(ac, sqe);
-	else if (READ_ONCE(ac->state) == RS_AC_LISTEN)
-		rs_complete_op(rf, sqe, -EINVAL);
-	else
-		rs_ac_send(ac, sqe);
-	rs_ac_put(ac);
-}
-
-/* A SEND or CLOSE went out (status 0) or failed. */
-void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
-{
-	bool close = op->opcode == RDMASHARE_OP_CLOSE;
-
-	rs_op_done(ac, op, status);
-	/* A CLOSE frees the id, after its completion (see rs_ac_finish()). */
-	if (close) {
-		rs_ac_do_close(ac, 0, true);
-		rs_ac_del_from_file(ac);
 	}
 }
 

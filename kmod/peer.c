@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rdmashare: remote peers.  A peer is a remote address; it owns the shared
- * QPs towards that address (cm.c).  Peers live while a QP does, with a
+ * QPs towards that address (qp.c, cm.c).  Peers live while a QP does, with a
  * sysfs directory of their counters (sysfs.c), which go with them.
  */
 #include <linux/inet.h>

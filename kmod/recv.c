@@ -16,6 +16,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/math64.h>
+#include <linux/nospec.h>
+
 #include <rdma/ib_verbs.h>
 
 #include "rdmashare.h"
@@ -220,7 +223,7 @@ void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rs_rx_buf *rx = container_of(wc->wr_cqe, struct rs_rx_buf, cqe);
 	struct rs_device *rdev = rx->rdev;
-	/* Valid: a QP is destroyed only after its CQ was drained (cm.c). */
+	/* Valid: a QP is destroyed only after its CQ was drained (qp.c). */
 	struct rs_qp *qp = wc->qp->qp_context;
 	u32 max_chunk = rdev->rx_buf_size - RS_HDR_LEN;
 	struct rs_proto_msg m;
@@ -274,4 +277,50 @@ repost:
 	}
 	atomic_inc(&rdev->rx_posted);
 	rs_stat_add(&rdev->stats, RS_STAT_SRQ_REFILLS, 1);
+}
+
+/*
+ * RELEASE: the application is done with a receive slot whose RECV
+ * completion it reaped; the slot goes back as a credit (credit.c).
+ */
+void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe)
+{
+	struct rs_rx_slot *slot;
+	struct rs_ac *ac;
+	u32 idx, conn, rem;
+	u64 off;
+
+	if (sqe->len || sqe->addr < rf->rx_offset)
+		goto inval;
+	/* div_u64_rem(): no 64-bit division helpers on 32-bit builds. */
+	off = div_u64_rem(sqe->addr - rf->rx_offset, rf->rx_slot_size, &rem);
+	if (rem || off >= rf->rx_slots)
+		goto inval;
+	idx = array_index_nospec((u32)off, rf->rx_slots);
+
+	spin_lock_irq(&rf->rx_lock);
+	slot = &rf->slots[idx];
+	/* Owned by that AC, and its RECV completion was reaped. */
+	if (!slot->fid || slot->fid != sqe->ac ||
+	    (s32)(rs_cq_head(rf) - slot->cq_idx) <= 0) {
+		spin_unlock_irq(&rf->rx_lock);
+		goto inval;
+	}
+	slot->fid = 0;
+	conn = slot->conn;
+	rf->rx_free[rf->nr_rx_free++] = idx;
+	spin_unlock_irq(&rf->rx_lock);
+
+	/*
+	 * Back to its AC as a credit, or to the pool if the id names another
+	 * AC now (a discarded one's slot).
+	 */
+	ac = rs_ac_lookup_fid(rf, sqe->ac);
+	rs_rx_slot_back(rf, ac, conn);
+	if (ac)
+		rs_ac_put(ac);
+	rs_complete_op(rf, sqe, 0);
+	return;
+inval:
+	rs_complete_op(rf, sqe, -EINVAL);
 }

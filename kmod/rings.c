@@ -284,7 +284,7 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
  *
  * @rx_slots entries stay free for RECV completions, which never reserve: a
  * slot's CQE is posted only for a chunk in that slot, and a slot is given
- * back only after its CQE was reaped (ac.c), so there are never more
+ * back only after its CQE was reaped (recv.c), so there are never more
  * unreaped RECV completions than slots.  (Not one per free slot: a slot
  * given back after its CQE was reaped may bring a RECV again, while the
  * entry that reaping freed may be reserved already.)

@@ -3,7 +3,7 @@
  * rdmashare: the sender of a shared QP.
  *
  * One sender at a time posts every send on a QP, so applications never
- * contend for the QP: they queue operations on their ACs (ac.c) and push.
+ * contend for the QP: they queue operations on their ACs (send.c) and push.
  * Whoever pushes first becomes the sender (RS_XMIT_BUSY, RDS's
  * acquire_in_xmit): the application's ENTER, the completion handler, a
  * receive that brought credits; the work item only when a caller's budget

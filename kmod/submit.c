@@ -3,7 +3,7 @@
  * rdmashare: consuming the submission queue (RDMASHARE_IOC_ENTER).
  *
  * The caller's thread copies each SQE out of the shared ring once, validates
- * the copy and hands the operation on to its AC (ac.c), whose QP's sender
+ * the copy and hands the operation on to its AC (send.c), whose QP's sender
  * may then post it from this thread (sender.c).  Every
  * consumed SQE yields exactly one completion, whose CQ slot is reserved
  * before the SQE is consumed: of the kind its opcode says (rings.c), so a

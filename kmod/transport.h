@@ -5,7 +5,7 @@
  *   rs_device   one per RDMA device (device.c): PD, SRQ and its receive
  *               buffers
  *   rs_peer     one per remote address (peer.c): its shared QPs
- *   rs_qp       one shared RC QP (cm.c, sender.c): its CQ, TX buffers,
+ *   rs_qp       one shared RC QP (qp.c, cm.c, sender.c): its CQ, TX buffers,
  *               the scheduler of the ACs pinned to it
  *   rs_ac       one end of an abstract connection (ac.c), owned by a file
  *
@@ -570,17 +570,40 @@ bool rs_park_cm_id(struct rs_device *rdev, struct rdma_cm_id *id);
 int rs_park_init(struct rs_device *rdev);
 void rs_park_exit(struct rs_device *rdev);
 
-/* cm.c */
+/*
+ * Transport retries before a QP fails: a lost peer is noticed after about
+ * (retries + 1) ACK timeouts.  Not 7, which rxe takes as "forever".
+ */
+#define RS_RETRY_COUNT		6
+/*
+ * RNR retries: finite (7 would be "forever"), so that a peer that posts no
+ * receives costs only its own QP.  rdma_cm's minimum RNR timer is the
+ * largest (655 ms): a QP fails after about 4 s of RNR NAKs in a row, which
+ * with credits only a peer that takes nothing, or a receive path stalled as
+ * long, causes.
+ */
+#define RS_RNR_RETRY_COUNT	6
+
+/* cm.c: rdma_cm */
 extern unsigned int rs_cm_port;
 extern atomic_long_t rs_refused_peers;
-extern atomic_t rs_nr_qps;
 u16 rs_addr_port(const struct sockaddr *sa);
-bool rs_qps_capped(struct rs_peer *peer);
 int rs_cm_init(void);
 int rs_cm_listen(void);
 void rs_cm_unlisten(void);
 void rs_cm_exit(void);
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
+void rs_qp_connect_work(struct work_struct *work);
+
+/* qp.c: a QP's life */
+extern atomic_t rs_nr_qps;
+struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active);
+struct rs_qp *rs_qp_choose(struct rs_peer *peer);
+bool rs_qps_capped(struct rs_peer *peer);
+int rs_qp_create_ib(struct rs_qp *qp);
+int rs_qp_modify(struct rs_qp *qp, enum ib_qp_state state);
+int rs_qp_ready(struct rs_qp *qp);
+void rs_qp_established(struct rs_qp *qp);
 void rs_qp_put(struct rs_qp *qp);
 void rs_qp_down(struct rs_qp *qp, int error);
 void rs_qp_unwait(struct rs_qp *qp);
@@ -627,6 +650,11 @@ void rs_qp_xmit_stop(struct rs_qp *qp);
 
 /* recv.c */
 void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe);
+
+/* send.c: an application's SEND, SHUTDOWN and CLOSE */
+void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe);
+void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 
 /* ac.c: called from the transport */
 struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id);
@@ -639,11 +667,19 @@ void rs_ac_peer_close(struct rs_qp *qp, struct rs_ac *ac);
 void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app);
 void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own);
 void rs_ac_put(struct rs_ac *ac);
-void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 void rs_ac_qp_down(struct rs_ac *ac, int error);
 void rs_qp_quarantine_end(struct rs_qp *qp);
 void rs_ac_ctrl(struct rs_ac *ac, u32 bit);
 void rs_listeners_show(struct seq_file *m);
+
+/* ac.c: an AC's life, for send.c and recv.c */
+struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid);
+struct rs_ac *rs_ac_lookup_user(struct rs_file *rf, u32 fid);
+bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app);
+void rs_ac_cancel_closed(struct rs_ac *ac);
+void rs_ac_del_from_file(struct rs_ac *ac);
+void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res);
+void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe);
 
 /* credit.c: receive slots and credits */
 bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp);

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: an application's operations on its ACs, from the SQ.
+ *
+ * submit.c hands each SQE over (rs_ac_submit()): a RELEASE gives a receive
+ * slot back (recv.c), a CLOSE of a listener or of an AC already closed
+ * under it is done at once (ac.c), and a SEND, SHUTDOWN or CLOSE of an open
+ * AC is queued on the AC for its QP's sender (rs_ac_send()), which posts it
+ * (sender.c) from this thread when the sender is idle.  Its completion
+ * comes back through rs_ac_send_done() once it went out or failed.
+ *
+ * A SEND's chunks over pullup_max go from the data area in place: the
+ * first such SEND maps the file's data area for the AC's device (memreg.c).
+ */
+#include "rdmashare.h"
+#include "transport.h"
+
+/* SEND, SHUTDOWN, or CLOSE of an open AC: queued for the sender. */
+void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
+{
+	struct rs_dma_map *map = NULL;
+	struct rs_file *rf = ac->rf;
+	struct rs_device *rdev;
+	bool dup_close;
+	struct rs_send *op;
+	int err = 0;
+
+	if (sqe->len > RS_PROTO_MAX_MSG || sqe->addr > rf->map_size ||
+	    sqe->len > rf->map_size - sqe->addr) {
+		rs_complete_op(rf, sqe, -EINVAL);
+		return;
+	}
+	op = rs_op_get(rf);
+	if (!op) {
+		rs_complete_op(rf, sqe, -ENOMEM);
+		return;
+	}
+	op->opcode = sqe->opcode;
+	op->user_data = sqe->user_data;
+	op->addr = sqe->addr;
+	op->len = sqe->len;
+	/*
+	 * Its chunks over pullup_max go from the data area in place, once it
+	 * is mapped for the device (sender.c); without a mapping, copied.
+	 */
+	if (op->opcode == RDMASHARE_OP_SEND && !ac->map &&
+	    op->len > READ_ONCE(rs_pullup_max)) {
+		rdev = READ_ONCE(ac->qp->rdev);
+		if (rdev)
+			map = rs_dma_map_get(rf, rdev);
+	}
+
+	spin_lock_irq(&ac->qp->lock);
+	if (map)
+		ac->map = map;
+	dup_close = ac->close_queued;
+	if (ac->peer_closed)
+		err = -EPIPE;
+	else if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
+		err = ac->error ?: -ENOTCONN;
+	else if (ac->close_queued || (ac->shut_queued && op->opcode != RDMASHARE_OP_CLOSE))
+		err = -EPIPE;
+	if (!err) {
+		switch (op->opcode) {
+		case RDMASHARE_OP_SEND:
+			op->seq = ac->tx_seq++;
+			break;
+		case RDMASHARE_OP_CLOSE:
+			ac->close_queued = true;
+			fallthrough;
+		default:
+			ac->shut_queued = true;
+			break;
+		}
+		list_add_tail(&op->node, &ac->sendq);
+		if (list_is_singular(&ac->sendq) && op->opcode == RDMASHARE_OP_SEND)
+			rs_ac_queued_send(ac);
+		if (rs_ac_can_send(ac))
+			rs_sched_enqueue(&ac->qp->sched, &ac->se);
+	}
+	spin_unlock_irq(&ac->qp->lock);
+	if (err) {
+		rs_op_put(rf, op);
+		/*
+		 * The first CLOSE of an AC that closed under it (the peer's
+		 * CLOSE, a lost QP) still frees the id, as any CLOSE does.
+		 */
+		if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
+			rs_ac_do_close(ac, 0, true);
+			WRITE_ONCE(ac->handed_out, false);
+			rs_ac_cancel_closed(ac);
+			rs_complete_op(rf, sqe, 0);
+			rs_ac_del_from_file(ac);
+			return;
+		}
+		rs_complete_op(rf, sqe, err);
+		return;
+	}
+	rs_qp_push(ac->qp);
+}
+
+/* SEND, RELEASE, CLOSE and SHUTDOWN from submit.c; each completes once. */
+void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe)
+{
+	bool ctrl = sqe->opcode != RDMASHARE_OP_SEND;
+	struct rs_ac *ac;
+
+	if (sqe->opcode == RDMASHARE_OP_RELEASE) {
+		rs_rx_release(rf, sqe);
+		return;
+	}
+	ac = rs_ac_lookup_user(rf, sqe->ac);
+	if (!ac) {
+		rs_complete_op(rf, sqe, -ENOENT);
+		return;
+	}
+	if (ctrl && (sqe->addr || sqe->len))
+		rs_complete_op(rf, sqe, -EINVAL);
+	else if (sqe->opcode == RDMASHARE_OP_CLOSE)
+		rs_ac_close(ac, sqe);
+	else if (READ_ONCE(ac->state) == RS_AC_LISTEN)
+		rs_complete_op(rf, sqe, -EINVAL);
+	else
+		rs_ac_send(ac, sqe);
+	rs_ac_put(ac);
+}
+
+/* A SEND or CLOSE went out (status 0) or failed. */
+void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
+{
+	bool close = op->opcode == RDMASHARE_OP_CLOSE;
+
+	rs_op_done(ac, op, status);
+	/* A CLOSE frees the id, after its completion (see rs_ac_finish()). */
+	if (close) {
+		rs_ac_do_close(ac, 0, true);
+		rs_ac_del_from_file(ac);
+	}
+}
