@@ -6,7 +6,12 @@
 # the other and in this one boot:
 #
 #   perftest   ib_send_bw, ib_send_lat: one RC QP, raw verbs (the baseline)
-#   rdmashare  rs-stream on 1 AC and on 8 ACs from 4 processes; rs-pingpong
+#   rdmashare  rs-stream on 1 AC and on 8 ACs from 4 processes; at 64 B
+#              also 1024 ACs from 8 processes, at 64 KiB also 1 AC with
+#              pullup_max 1 MiB (every chunk copied, the zero copy's
+#              baseline); rs-pingpong.  rs-stream's server has
+#              RS_BENCH_SLOTS (default 512) receive slots: the receives
+#              ib_send_bw posts (its default rx depth)
 #   rds        qperf rds_bw, rds_lat (the kernel's RDS over rxe, rds_rdma)
 #   rsocket    rstream (librdmacm's rsockets)
 #   tcp        qperf tcp_bw, tcp_lat to the same address
@@ -25,6 +30,8 @@
 # RS_BENCH_SCALE (default 1) multiplies every message and iteration count;
 # RS_BENCH_TIME (default 3) is the duration of qperf's timed tests;
 # RS_BENCH_PARTS (default "perftest rdmashare qperf rsocket") picks tools.
+# A bandwidth measurement also records bw_msgs, the messages it moved, so
+# that bw_rxe_pkts / bw_msgs is rxe's packets per message.
 
 set -euo pipefail
 
@@ -36,6 +43,7 @@ dev=rxe0
 scale=${RS_BENCH_SCALE:-1}
 repeat=${RS_BENCH_REPEAT:-3}
 qtime=${RS_BENCH_TIME:-3}
+rs_slots=${RS_BENCH_SLOTS:-512}
 sizes=(64 4096 65536)
 res=$work/transport.tsv
 logroot=$work/transport-logs
@@ -164,6 +172,7 @@ bench_perftest() {
 		begin
 		if perftest ib_send_bw "$size" "$n"; then
 			end perftest "$size" bw
+			put perftest "$size" bw_msgs "$n"
 			# #bytes #iterations BW-peak BW-average[MiB/s] MsgRate[Mpps]
 			v=$(awk -v s="$size" '$1 == s && NF == 5 { print $5 }' "$l" | tail -n1)
 			if [ -n "$v" ]; then
@@ -205,11 +214,13 @@ rs_stream() {
 	local tool=$1 acs=$2 procs=$3 size=$4 n l spid v
 	n=$(n_of bw "$size")
 	n=$(( (n + acs - 1) / acs ))
+	# Many ACs: enough messages each that the stream outlasts the setup.
+	[ "$n" -ge 64 ] || [ "$acs" -lt 64 ] || n=64
 	l=$logs/$tool-$size
 	stream_port=$((stream_port + 1))
-	log "$tool: rs-stream -a $acs -P $procs -l $size -n $n (per AC)"
+	log "$tool: rs-stream -a $acs -P $procs -l $size -n $n (per AC), $rs_slots slots"
 	begin
-	"$bin/rs-stream" -s -p "$stream_port" -a "$acs" >"$l.server" 2>&1 &
+	"$bin/rs-stream" -s -p "$stream_port" -a "$acs" -r "$rs_slots" >"$l.server" 2>&1 &
 	spid=$!
 	if ! wait_for "$l.server" listening; then
 		failed "$tool $size: server did not start"
@@ -222,6 +233,7 @@ rs_stream() {
 	fi
 	stop "$spid"
 	end "$tool" "$size" bw
+	put "$tool" "$size" bw_msgs $((n * acs))
 	# received M messages, B bytes on A ACs in T s: X MB/s, Y msg/s[, ERRORS]
 	v=$(sed -n 's/.* s: \([0-9.]*\) MB\/s, \([0-9]*\) msg\/s\(, ERRORS\)*$/\1 \2/p' "$l.server")
 	if [ -z "$v" ]; then
@@ -271,10 +283,17 @@ rs_pingpong() {
 }
 
 bench_rdmashare() {
-	local size
+	local size pullup=/sys/class/misc/rdmashare/pullup_max old
 	for size in "${sizes[@]}"; do
 		rs_stream rdmashare-1ac 1 1 "$size"
 		rs_stream rdmashare-8ac 8 4 "$size"
+		[ "$size" != 64 ] || rs_stream rdmashare-1024ac 1024 8 "$size"
+		if [ "$size" = 65536 ]; then
+			old=$(cat "$pullup")
+			echo 1048576 >"$pullup"
+			rs_stream rdmashare-1ac-copy 1 1 "$size"
+			echo "$old" >"$pullup"
+		fi
 		rs_pingpong "$size"
 	done
 }

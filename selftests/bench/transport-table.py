@@ -17,15 +17,17 @@ TOOLS = [
     ("perftest", "perftest (verbs)"),
     ("rdmashare-1ac", "rdmashare, 1 AC"),
     ("rdmashare-8ac", "rdmashare, 8 ACs"),
+    ("rdmashare-1024ac", "rdmashare, 1024 ACs"),
+    ("rdmashare-1ac-copy", "rdmashare, 1 AC, copied"),
     ("rds", "RDS (rds_rdma)"),
     ("rsocket", "rsocket (rstream)"),
     ("tcp", "TCP (qperf)"),
 ]
-TARGETS = [  # (what, size, metric, tool, at least)
-    ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", 0.9),
-    ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-8ac", 0.9),
-    ("message rate at 64 B", 64, "rate_msgps", "rdmashare-1ac", 0.8),
-    ("message rate at 64 B", 64, "rate_msgps", "rdmashare-8ac", 0.8),
+TARGETS = [  # issue #10: (what, size, metric, tool, bound, "min" or "max")
+    ("message rate at 64 B", 64, "rate_msgps", "rdmashare-1ac", 1.0, "min"),
+    ("message rate at 64 B", 64, "rate_msgps", "rdmashare-8ac", 2.5, "min"),
+    ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac", 2.0, "max"),
+    ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", 1.3, "min"),
 ]
 
 
@@ -67,9 +69,14 @@ def main():
             return None
         return (max(v) - min(v)) / statistics.median(v)
 
+    def pkts_per_msg(tool, size):
+        """rxe's packets per message of the bandwidth run, both directions."""
+        p, n = med(tool, size, "bw_rxe_pkts"), med(tool, size, "bw_msgs")
+        return None if p is None or not n else p / n
+
     sizes = sorted({k[1] for k in vals})
     cols = ["size", "tool", "MB/s", "x", "msg/s", "x", "p50 us", "x",
-            "mean us", "x", "rxe"]
+            "mean us", "x", "pkts/msg"]
     rows = []
     for size in sizes:
         base = {m: med("perftest", size, m)
@@ -82,10 +89,7 @@ def main():
             for m in ("bw_MBps", "rate_msgps", "lat_p50_us", "lat_mean_us"):
                 v = med(tool, size, m)
                 row += [fmt(v), fmt(ratio(v, base[m]))]
-            pk = [med(tool, size, k + "_rxe_pkts") for k in ("bw", "lat")]
-            pk = [p for p in pk if p is not None]
-            row.append("-" if not pk else "yes" if all(p > 0 for p in pk)
-                       else "no" if not any(pk) else "partly")
+            row.append(fmt(pkts_per_msg(tool, size)))
             rows.append(row)
 
     width = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(cols)]
@@ -111,7 +115,8 @@ def main():
     print()
     print("x: ratio to perftest at the same size (MB/s, msg/s: higher is better;")
     print("latency: lower is better).  Latency is one way, half the round trip.")
-    print("rxe: whether rxe0 counted packets during the measurement.")
+    print("pkts/msg: packets rxe0 sent during the bandwidth run (data, ACKs, both")
+    print("directions, setup included) per message; 0 would mean not over rxe.")
     errs = sorted({(k[0], k[1]) for k, v in vals.items() if k[2] == "errors"})
     if errs:
         print("(!): rs-stream's server reported ERRORS (a message out of order or a")
@@ -121,13 +126,24 @@ def main():
     print()
     print("Targets:")
     print()
-    for what, size, metric, tool, want in TARGETS:
+    for what, size, metric, tool, bound, kind in TARGETS:
         r = ratio(med(tool, size, metric), med("perftest", size, metric))
         sp = spread(tool, size, metric)
-        print("* %s, %s: %s x perftest (target >= %.1f): %s%s" % (
-            what, dict(TOOLS)[tool], fmt(r), want,
-            "n/a" if r is None else "met" if r >= want else "missed",
+        met = r is not None and (r >= bound if kind == "min" else r <= bound)
+        print("* %s, %s: %s x perftest (target %s %.1f): %s%s" % (
+            what, dict(TOOLS)[tool], fmt(r), ">=" if kind == "min" else "<=", bound,
+            "n/a" if r is None else "met" if met else "missed",
             "" if sp is None else "; spread over rounds %.0f%%" % (sp * 100)))
+    many, eight = med("rdmashare-1024ac", 64, "rate_msgps"), med("rdmashare-8ac", 64, "rate_msgps")
+    if many is not None:
+        ppm = pkts_per_msg("rdmashare-1024ac", 64)
+        print("* 1024 ACs at 64 B: %s x the 8-AC rate (target >= 0.95): %s; "
+              "%s rxe packets per message (target <= 0.5): %s" % (
+                  fmt(ratio(many, eight)), "met" if eight and many / eight >= 0.95 else "missed",
+                  fmt(ppm), "met" if ppm is not None and ppm <= 0.5 else "missed"))
+    cp, zc = med("rdmashare-1ac-copy", 65536, "bw_MBps"), med("rdmashare-1ac", 65536, "bw_MBps")
+    if cp and zc is not None:
+        print("* 64 KiB, 1 AC: zero copy %s x the same AC with every chunk copied" % fmt(zc / cp))
     print()
     print("rdmashare against RDS and rsocket (rdmashare: the better of 1 and 8 ACs")
     print("for bandwidth; latency by the mean, the only figure all tools give):")

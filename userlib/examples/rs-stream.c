@@ -2,10 +2,11 @@
 /*
  * rs-stream: throughput over many rdmashare abstract connections.
  *
- *   rs-stream -s [-p PORT] -a ACS
+ *   rs-stream -s [-p PORT] -a ACS [-r SLOTS]
  *       accept ACS connections, receive on all of them (whichever has a
  *       message, rdmashare_recv_any()) until each is closed, report
- *       bytes, messages and rate
+ *       bytes, messages and rate; SLOTS receive slots (the default: at
+ *       least 64, or credits_per_ac per AC)
  *   rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]
  *       PROCS processes open ACS/PROCS ACs each and send MSGS messages of
  *       BYTES per AC, round robin; report the aggregate rate
@@ -74,9 +75,9 @@ static unsigned int ac_slots(unsigned int nacs)
 	return n > 4096 ? 4096 : n;
 }
 
-static int server(unsigned int port, unsigned int nacs, size_t max)
+static int server(unsigned int port, unsigned int nacs, unsigned int slots, size_t max)
 {
-	struct rdmashare *rs = open_rs(1 << 20, ac_slots(nacs));
+	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs));
 	unsigned int i, open_acs = nacs, bad = 0, *seq;
 	unsigned long long bytes = 0, msgs = 0;
 	int *acs = calloc(nacs, sizeof(*acs));
@@ -178,7 +179,7 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 
 int main(int argc, char **argv)
 {
-	unsigned int port = 7200, nacs = 1, procs = 1, nmsgs = 1000, i;
+	unsigned int port = 7200, nacs = 1, procs = 1, nmsgs = 1000, slots = 0, i;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	const char *host = NULL;
 	int srv = 0, opt, status, bad = 0;
@@ -186,7 +187,7 @@ int main(int argc, char **argv)
 	char svc[16];
 	double t0;
 
-	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
@@ -195,6 +196,7 @@ int main(int argc, char **argv)
 		case 'P': procs = atoi(optarg); break;
 		case 'l': len = strtoul(optarg, NULL, 0); break;
 		case 'n': nmsgs = atoi(optarg); break;
+		case 'r': slots = atoi(optarg); break;
 		default:
 			goto usage;
 		}
@@ -202,7 +204,7 @@ int main(int argc, char **argv)
 	if (!srv == !host || !nacs || !procs || nacs % procs || len < 4)
 		goto usage;
 	if (srv)
-		return server(port, nacs, len > (4 << 20) ? len : 4 << 20);
+		return server(port, nacs, slots, len > (4 << 20) ? len : 4 << 20);
 
 	snprintf(svc, sizeof(svc), "%u", port);
 	if (getaddrinfo(host, svc, &hints, &ai)) {
@@ -227,7 +229,7 @@ int main(int argc, char **argv)
 	freeaddrinfo(ai);
 	return bad ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS\n"
+	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS]\n"
 		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]\n");
 	return 2;
 }
