@@ -29,7 +29,9 @@
  *    another slot, or more bytes than a slot holds, takes its QP down;
  *  - forged_key, revoked_key: a version 4 peer's WRITE with an rkey it was
  *    never given, or with that of a file that closed since, fails and
- *    costs it its QP, nobody else anything.
+ *    costs it its QP, nobody else anything;
+ *  - granted_too_many: a version 4 peer that grants one AC more than 4096
+ *    slots in all, 1024 at a time, loses its QP at the fifth grant.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left.
  */
@@ -544,6 +546,39 @@ TEST_F_TIMEOUT(rogue, revoked_key, 240)
 	usleep(500000);		/* the file's release follows its last AC's */
 	EXPECT_TRUE(rogue_peer_listed());
 	write_refused(_metadata, self, &a, a.rkey);
+}
+
+/*
+ * Version 4: a peer may grant one AC at most RS_PROTO_MAX_WINDOW (4096)
+ * slots in all.  Five CREDITs of 1024 slot indices each (one per SEND,
+ * each within a record's limit): the fifth would make 5120, and the QP
+ * goes down, only the rogue's.
+ */
+TEST_F_TIMEOUT(rogue, granted_too_many, 240)
+{
+	uint32_t idx, i, g;
+	struct rogue_v4 a;
+	int ac;
+
+	ASSERT_LT(0, rogue_v4_ac(_metadata, self, PORT + 1, &a));
+	ac = rdmashare_accept(self->rs, self->l2, 20000);
+	ASSERT_LT(0, ac);
+	for (g = 0; g < 5; g++) {
+		rogue_hdr(self->r.buf, ROGUE_CREDIT, 0, a.id, 7, 0, 0, 0, 1024 * 4, 1024);
+		for (i = 0; i < 1024; i++) {
+			idx = htonl(g * 1024 + i);
+			memcpy(self->r.buf + ROGUE_HDR_LEN + 4 * i, &idx, 4);
+		}
+		/* The fifth SEND may or may not complete before the QP goes. */
+		if (rogue_send(&self->r, ROGUE_HDR_LEN + 1024 * 4)) {
+			ASSERT_EQ(4, g);
+			break;
+		}
+		/* The first four are taken: the rogue's QP is still there. */
+		if (g < 4)
+			ASSERT_TRUE(rogue_peer_listed());
+	}
+	dropped_only_rogue(_metadata, self);
 }
 
 TEST_F_TIMEOUT(rogue, other_acs, 90)
