@@ -76,7 +76,7 @@ step() {
 
 # vm_stage NAME KERNEL MODULE RUNNER-ARGS...: run the selftests in a guest.
 vm_stage() {
-	local name=$1 kernel=$2 ko=$3 log=$LOGS/$1.log res p f s t0 vm_ok=1
+	local name=$1 kernel=$2 ko=$3 log=$LOGS/$1.log res p f s t0 vm_ok=1 again why
 	shift 3
 	t0=$(date +%s)
 	if [ ! -e "$ko" ]; then
@@ -85,10 +85,16 @@ vm_stage() {
 	fi
 	bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$ko" \
 		--timeout 2400 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0
+	again= why=
 	if [ $vm_ok = 0 ] && rs_emulator_int3 "$log"; then
-		printf '[check] note    %s: the guest died of the emulator'"'"'s int3 fault (log: %s.int3); once more\n' \
-			"$name" "$log"
-		mv "$log" "$log.int3"
+		again=int3 why="died of the emulator's int3 fault"
+	elif [ $vm_ok = 0 ] && rs_guest_clock_jumped "$log"; then
+		again=clock why="saw its clock jump (the host was paused)"
+	fi
+	if [ -n "$again" ]; then
+		printf '[check] note    %s: the guest %s (log: %s.%s); once more\n' \
+			"$name" "$why" "$log" "$again"
+		mv "$log" "$log.$again"
 		vm_ok=1
 		bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$ko" \
 			--timeout 2400 -- "$RS_TOP/selftests/run_tests.sh" "$@" >"$log" 2>&1 || vm_ok=0

@@ -21,6 +21,19 @@ rs_emulator_int3() {
 	grep -qE '^  \| .*Oops: int3' "$1"
 }
 
+# rs_guest_clock_jumped LOG: did the guest's clock jump by more than a whole
+# run could last?  When the machine running QEMU is paused, snapshotted or
+# forked (its kernel says "crng reseeded due to virtual machine fork"), the
+# guest wakes up to days gone by: RCU reports a stall of that length
+# ("t=487244555 jiffies"), and the run hangs.  A million jiffies are over an
+# hour at the Debian kernels' HZ of 250, longer than any run; the callers
+# boot such a guest once more, and say so.
+rs_guest_clock_jumped() {
+	grep -oE 'detected by [0-9]+, t=[0-9]+ jiffies' "$1" |
+		sed -n 's/.*t=\([0-9]*\) jiffies/\1/p' |
+		awk '$1 >= 1000000 { found = 1 } END { exit !found }'
+}
+
 # rs_stock_kver SERIES: newest installed Debian kernel of a series ("6.1",
 # "6.12") that has an image, a module tree and headers.
 rs_stock_kver() {
