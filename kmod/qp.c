@@ -281,7 +281,7 @@ static void rs_qp_event(struct ib_event *ev, void *ctx)
 }
 
 /* Move the QP to @state with the attributes rdma_cm has for the connection. */
-int rs_qp_modify(struct rs_qp *qp, enum ib_qp_state state)
+static int rs_qp_modify(struct rs_qp *qp, enum ib_qp_state state)
 {
 	struct ib_qp_attr attr = { .qp_state = state };
 	int mask, ret;

@@ -601,7 +601,6 @@ struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active);
 struct rs_qp *rs_qp_choose(struct rs_peer *peer);
 bool rs_qps_capped(struct rs_peer *peer);
 int rs_qp_create_ib(struct rs_qp *qp);
-int rs_qp_modify(struct rs_qp *qp, enum ib_qp_state state);
 int rs_qp_ready(struct rs_qp *qp);
 void rs_qp_established(struct rs_qp *qp);
 void rs_qp_put(struct rs_qp *qp);
