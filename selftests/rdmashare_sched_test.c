@@ -221,6 +221,7 @@ TEST(sched_tunables)
 
 #define SHARE_PORT	7700
 #define SHARE_MSG	(64 << 10)
+#define QUANTA_MSG	(4 << 20)	/* sched.quanta: 4096 chunks of 1 KiB */
 
 /* Tunables a share test changes, restored by the fixture. */
 static const char *const saved_names[] = {
@@ -271,7 +272,7 @@ static void sender(unsigned int port, unsigned int nacs, const unsigned int *wei
 		   unsigned int band, size_t len, int ready_fd)
 {
 	struct sockaddr_in sin = addr_of(port);
-	static unsigned char buf[SHARE_MSG];
+	static unsigned char buf[QUANTA_MSG];
 	struct rdmashare *rs;
 	int ac[128];
 	unsigned int i;
@@ -510,6 +511,17 @@ TEST_F_TIMEOUT(sched, two_level_shares, 600)
 
 /* ---- quanta ---- */
 
+/* The first device's count of ACs that came to have data and no credit. */
+static long credit_stalls(void)
+{
+	char dir[512], path[600], buf[32];
+
+	if (rs_first_device(dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/stats/credit_stalls", dir);
+	return rs_read_file(path, buf, sizeof(buf)) ? -1 : atol(buf);
+}
+
 static int cmp_uint(const void *a, const void *b)
 {
 	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
@@ -524,11 +536,14 @@ static int cmp_uint(const void *a, const void *b)
  * median, not the mean: a run that grew while the other AC was briefly out
  * of credits or of queued messages (its sender not scheduled on a loaded
  * host) is an outlier, not a turn.  Slots go back in batches, whenever the
- * CQ is drained, so that this receiver keeps up with the QP.
+ * CQ is drained or RELEASE_BATCH were reaped, so that this receiver keeps
+ * up with the QP and its slack never exhausts a sender's credit window.
  */
+#define RELEASE_BATCH	32
+
 static double median_run(struct rdmashare *rs, const int *acs, int which, unsigned int n)
 {
-	unsigned int got = 0, nruns = 0, *runs;
+	unsigned int got = 0, nruns = 0, unsent = 0, *runs;
 	struct rdmashare_cqe *cqe;
 	bool seen[2] = {};
 	double res = -5;
@@ -546,6 +561,7 @@ static double median_run(struct rdmashare *rs, const int *acs, int which, unsign
 				res = -2;
 				goto out;
 			}
+			unsent++;
 			if (seen[0] && seen[1]) {
 				got++;
 				if (i == which) {
@@ -560,9 +576,12 @@ static double median_run(struct rdmashare *rs, const int *acs, int which, unsign
 			goto out;
 		}
 		rdmashare_cqe_seen(rs, cqe);
-		if (!rdmashare_cq_ready(rs) && rdmashare_submit(rs) < 0) {
-			res = -4;
-			goto out;
+		if (!rdmashare_cq_ready(rs) || unsent >= RELEASE_BATCH) {
+			if (rdmashare_submit(rs) < 0) {
+				res = -4;
+				goto out;
+			}
+			unsent = 0;
 		}
 	}
 	/* The last run may have been cut short: not counted. */
@@ -577,17 +596,27 @@ out:
 }
 
 /*
- * Chunks of 1 KiB (1056 bytes with the header) and room for long turns (256
+ * Chunks of 1 KiB (1056 bytes with the header) and room for long turns (512
  * credits): two backlogged processes take turns of sched_quantum bytes
  * (about 15 chunks with 16416), eight times as long with eight times the
  * quantum; a latency-band AC next to a normal one takes turns of
- * sched_latency_quantum bytes.  The normal band's turns (3 quanta) stay
- * within the credit window: an AC out of credits would end its band's
- * turn early.  Turns show only while the QP is what limits the senders:
+ * sched_latency_quantum bytes.  The longest turns (124 chunks) stay
+ * within half the credit window, the part of it that a receiver that keeps
+ * up gives back as the turn goes (credits return when half a window was
+ * used): an AC out of credits would end its band's turn early.  With 256
+ * credits, turns of 124 chunks came out as 57 in one run in 15.  Turns show only while the QP is what limits the senders:
  * with coalescing (coalesce_max), the QP carries 1 KiB chunks faster than
  * this one receiver releases them, the ACs wait for credits, and an AC
  * that waits leaves the round (seen: latency turns of 35 chunks instead of
- * 16, 238 credit stalls), so coalescing is off here.
+ * 16, 238 credit stalls), so coalescing is off here.  Nor may a sender run
+ * dry: with 64 KiB messages (64 chunks, half a long turn) an AC whose
+ * process was not scheduled in time left the round with nothing queued,
+ * and turns of 124 chunks came out as 30 (3 runs in 10 on stock 6.12);
+ * messages of 4 MiB keep every AC backlogged whatever the processes do.
+ * And the receiver runs at SCHED_FIFO: preempted by the senders for a
+ * time slice, it fell a credit window (256 chunks) behind, and an AC that
+ * ran out of credits ended its turn early (50 instead of 124, with 40
+ * credit stalls in the run).
  */
 TEST_F_TIMEOUT(sched, quanta, 600)
 {
@@ -601,13 +630,15 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 		{ "16416", "16416", RDMASHARE_BAND_LATENCY },
 		{ "16416", "131328", RDMASHARE_BAND_LATENCY },
 	};
-	unsigned int port = SHARE_PORT + 4, c, i;
+	unsigned int port = SHARE_PORT + 4, c, i, try;
+	struct rs_fifo f;
 	double run[4];
+	long stalls;
 	int l, acs[2];
 	struct rdmashare *rs;
 
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/chunk_size", "1024"));
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "256"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "512"));
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "0"));
 	for (c = 0; c < 4; c++) {
 		ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sched_quantum", cfg[c].quantum));
@@ -618,15 +649,26 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 		for (i = 0; i < 2; i++) {
 			self->pids[self->npids] = start_band_sender(_metadata, port, 1, NULL,
 								    i ? RDMASHARE_BAND_NORMAL :
-									cfg[c].band, SHARE_MSG);
+									cfg[c].band, QUANTA_MSG);
 			ASSERT_LT(0, self->pids[self->npids++]);
 			acs[i] = rdmashare_accept(rs, l, 30000);
 			ASSERT_LE(0, acs[i]);
 		}
-		run[c] = median_run(rs, acs, 0, 3000);
-		TH_LOG("sched_quantum %s, sched_latency_quantum %s: %s AC's turns of %.1f chunks",
-		       cfg[c].quantum, cfg[c].latency_quantum,
-		       cfg[c].band == RDMASHARE_BAND_LATENCY ? "latency" : "normal", run[c]);
+		/* The receiver keeps up: it preempts the senders' copies. */
+		ASSERT_EQ(0, rs_fifo_begin(&f));
+		for (try = 0; try < 3; try++) {
+			stalls = credit_stalls();
+			run[c] = median_run(rs, acs, 0, 3000);
+			stalls = credit_stalls() - stalls;
+			TH_LOG("sched_quantum %s, sched_latency_quantum %s: %s AC's turns of %.1f chunks (%ld credit stalls)",
+			       cfg[c].quantum, cfg[c].latency_quantum,
+			       cfg[c].band == RDMASHARE_BAND_LATENCY ? "latency" : "normal",
+			       run[c], stalls);
+			/* Turns measured while an AC waited for credits are not the scheduler's. */
+			if (!stalls)
+				break;
+		}
+		ASSERT_EQ(0, rs_fifo_end(&f));
 		while (self->npids) {
 			kill(self->pids[--self->npids], SIGKILL);
 			waitpid(self->pids[self->npids], NULL, 0);
