@@ -174,7 +174,7 @@ static void rs_srq_destroy(struct rs_device *rdev)
  * A QP that dies in the middle of a message received into an SRQ buffer
  * may keep that buffer without ever completing it (rxe's flush_recv_queue()
  * flushes only a QP's own RQ and drops the SRQ WQE it was filling), and a
- * receive completion still in a CQ when ib_free_cq() runs is dropped too:
+ * receive completion still in a CQ when rs_cq_destroy() runs is dropped too:
  * such buffers count as posted and are gone.  With no QP left, no QP or
  * completion handler holds any buffer, so every one of them goes back.
  * Until then, each QP that died mid-message costs at most one buffer.  If a

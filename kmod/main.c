@@ -32,9 +32,13 @@ static int __init rs_init(void)
 		goto out_chardev_exit;
 
 	rs_debugfs_init();
-	ret = rs_cm_init();
+	ret = rs_poll_init();
 	if (ret)
 		goto out_debugfs_exit;
+
+	ret = rs_cm_init();
+	if (ret)
+		goto out_poll_exit;
 
 	ret = rs_ib_init();
 	if (ret)
@@ -51,6 +55,8 @@ out_ib_exit:
 	rs_ib_exit();
 out_cm_exit:
 	rs_cm_exit();
+out_poll_exit:
+	rs_poll_exit();
 out_debugfs_exit:
 	rs_debugfs_exit();
 	rs_sysfs_exit();
@@ -64,6 +70,7 @@ static void __exit rs_exit(void)
 	rs_cm_unlisten();
 	rs_ib_exit();
 	rs_cm_exit();
+	rs_poll_exit();
 	rs_debugfs_exit();
 	rs_sysfs_exit();
 	rs_chardev_exit();

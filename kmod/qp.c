@@ -43,7 +43,8 @@ static void rs_qp_release(struct kref *ref)
 	/* Answers owed to a peer that is gone. */
 	list_for_each_entry_safe(rej, tmp, &qp->rejects, node)
 		kfree(rej);
-	kfree(qp);
+	/* A busy poller may have looked it up just now (poll.c). */
+	kfree_rcu(qp, rcu);
 	rs_peer_put(peer);
 }
 
@@ -352,12 +353,9 @@ int rs_qp_create_ib(struct rs_qp *qp)
 	qp->cq_size = qp->send_depth * RS_TX_WRS_MAX + 1 + qp->rdev->srq_size;
 	qp->cq_size = max_t(u32, qp->cq_size,
 			    min_t(u32, READ_ONCE(rs_cq_depth), ibdev->attrs.max_cqe));
-	qp->cq = ib_alloc_cq_any(ibdev, qp, qp->cq_size, IB_POLL_WORKQUEUE);
-	if (IS_ERR(qp->cq)) {
-		ret = PTR_ERR(qp->cq);
-		qp->cq = NULL;
+	ret = rs_cq_create(qp, ibdev);
+	if (ret)
 		return ret;
-	}
 
 	ret = rs_qp_tx_init(qp);
 	if (ret)
@@ -393,8 +391,7 @@ out_destroy_qp:
 out_tx_free:
 	rs_qp_tx_free(qp);
 out_free_cq:
-	ib_free_cq(qp->cq);
-	qp->cq = NULL;
+	rs_cq_destroy(qp);
 	return ret;
 }
 
@@ -525,10 +522,9 @@ static void rs_qp_down_work(struct work_struct *work)
 	qp->cm_id = NULL;
 	/* The CQ goes first: no completion can use a TX buffer after that. */
 	if (qp->cq) {
-		ib_free_cq(qp->cq);
+		rs_cq_destroy(qp);
 		rs_qp_tx_free(qp);
 	}
-	qp->cq = NULL;
 	/* Its completions are handled or dropped: the device may renew its SRQ. */
 	if (had_qp)
 		rs_device_qp_destroyed(qp->rdev);

@@ -127,6 +127,8 @@ struct rs_rings {
  *	(struct rs_cq_over), in the order they came
  * @cq_dead: the file is released: such completions are dropped
  * @cq_wait: woken when a completion is posted
+ * @poll_qp: the QP (its rs_qp.poll_id) that posted a completion here last:
+ *	the one a thread that waits in ENTER busy-polls (poll.c)
  * @rings_area: the pages of @rings, charged to the memory cgroup of SETUP's
  *	caller
  * @data_area: the pages of @data, likewise
@@ -189,6 +191,7 @@ struct rs_file {
 	bool cq_dead;
 	struct rs_cq_limits cq_limits;
 	wait_queue_head_t cq_wait;
+	u32 poll_qp;
 
 	struct rs_area rings_area;
 	struct rs_area data_area;
@@ -279,6 +282,7 @@ int rs_params_check(void);
 #define RS_QPS_PER_PEER_MAX	16
 #define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
 #define RS_CQ_DEPTH_MAX		BIT(20)
+#define RS_BUSY_POLL_US_MAX	10000	/* busy_poll_us: 10 ms */
 /*
  * Work requests one SEND of a shared QP takes at most, in its send queue
  * and CQ: itself, the RDMA WRITEs of the chunks it places and the
@@ -297,6 +301,7 @@ extern unsigned int rs_coalesce_max;
 extern unsigned int rs_pullup_max;
 extern unsigned int rs_autocork;
 extern unsigned int rs_inflight_max;
+extern unsigned int rs_busy_poll_us;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;
@@ -358,6 +363,9 @@ void rs_op_put(struct rs_file *rf, struct rs_send *op);
 
 /* submit.c: consuming the SQ, waiting for completions */
 int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);
+
+/* poll.c: busy polling before ENTER sleeps */
+bool rs_busy_poll(struct rs_file *rf, u32 min_complete);
 void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res);
 
 /* ac.c: abstract connections */

@@ -90,6 +90,7 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	/* Under rx_lock: the slot cannot be released before its index is set. */
 	slot->cq_idx = rs_cq_post_rx(rf, &cqe);
 	spin_unlock_irq(&rf->rx_lock);
+	rs_file_note_qp(rf, ac->qp);
 	return 0;
 proto:
 	spin_unlock_irq(&rf->rx_lock);

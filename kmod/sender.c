@@ -135,6 +135,7 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 		it = &tx->items[i];
 		if (it->op) {
 			rf = it->ac->rf;
+			rs_file_note_qp(rf, qp);
 			rs_ac_send_done(it->ac, it->op, status);
 			atomic_dec(&rf->ops_on_wire);
 			/* Its completion consumes the file's SQ (submit.c). */

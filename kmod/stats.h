@@ -34,6 +34,7 @@ enum rs_stat {
 	RS_STAT_RX_COPIED,	/* payload bytes the kernel copied into slots */
 	RS_STAT_SQ_POLLED,	/* SQEs a SEND's completion consumed: no ENTER */
 	RS_STAT_TX_PLACED,	/* payload bytes written into the peer's slots */
+	RS_STAT_BUSY_POLLED,	/* completions a waiting thread polled itself */
 	RS_STAT_NR
 };
 

@@ -173,7 +173,12 @@ enum rs_qp_state {
  * @qp: the QP, once created
  * @qp_num: its number, kept after it is destroyed
  * @cq: completions of its sends and of the receives it took from the SRQ
+ *	(poll.c)
  * @cq_size: entries of @cq
+ * @poll_id: @cq's id in poll.c's table, by which a busy poller finds it
+ * @poll_state: RS_CQ_* bits (poll.c): who polls @cq
+ * @poll_work: polls @cq after the device's completion event
+ * @wcs: the work completions a poll fetches
  * @send_depth: SENDs in flight at most (the send queue, less the drain WR)
  * @max_send_sge: SGEs a SEND may take (RS_TX_MAX_SGE at most)
  * @active: this host initiated the connection
@@ -222,6 +227,8 @@ enum rs_qp_state {
  * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
  *	yet; changed under rs_peers_lock or by the waiter that holds one
  * @peer_node: in rs_peer.qps
+ * @rcu: the memory goes after a grace period: a busy poller may have just
+ *	found the QP by its @poll_id
  */
 struct rs_qp {
 	struct kref ref;
@@ -232,6 +239,10 @@ struct rs_qp {
 	u32 qp_num;
 	struct ib_cq *cq;
 	u32 cq_size;
+	u32 poll_id;
+	unsigned long poll_state;
+	struct work_struct poll_work;
+	struct ib_wc *wcs;
 	u32 send_depth;
 	u32 max_send_sge;
 	bool active;
@@ -269,6 +280,7 @@ struct rs_qp {
 	struct rs_ac *hol_ac;
 	atomic_t nr_waiters;
 	struct list_head peer_node;
+	struct rcu_head rcu;
 };
 
 /**
@@ -612,6 +624,13 @@ void rs_qp_sched_changed(struct rs_qp *qp);
 void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare);
 void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac);
 void rs_qps_down_device(struct rs_device *rdev);
+
+/* poll.c: a QP's CQ */
+int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev);
+void rs_cq_destroy(struct rs_qp *qp);
+void rs_file_note_qp(struct rs_file *rf, struct rs_qp *qp);
+int rs_poll_init(void);
+void rs_poll_exit(void);
 
 /* memreg.c */
 struct rs_dma_map *rs_dma_map_get(struct rs_file *rf, struct rs_device *rdev);

@@ -37,6 +37,8 @@ unsigned int rs_coalesce_max = 4096;
 unsigned int rs_pullup_max = 4096;
 /* While a SEND is in flight, let the next one fill up (sender.c). */
 unsigned int rs_autocork = 1;
+/* A thread waiting in ENTER polls its QP's CQ this long first, us; 0: never. */
+unsigned int rs_busy_poll_us;
 /* Bytes of SENDs in flight per QP past which no more are posted. */
 unsigned int rs_inflight_max = SZ_128K;
 /* Interleave the chunks of different ACs; 0: a message goes out whole. */
@@ -169,6 +171,8 @@ RS_TUNABLE(pullup_max, rs_pullup_max, 0, RS_PROTO_MAX_CHUNK, NULL);
 /* Apply to the next SEND the sender posts. */
 RS_TUNABLE(autocork, rs_autocork, 0, 1, NULL);
 RS_TUNABLE(inflight_max, rs_inflight_max, 1, SZ_1G, NULL);
+/* Applies to the next wait in ENTER. */
+RS_TUNABLE(busy_poll_us, rs_busy_poll_us, 0, RS_BUSY_POLL_US_MAX, NULL);
 /* Applies to ACs opened after the write. */
 RS_TUNABLE(credits_per_ac, rs_credits_per_ac, 1, RS_PROTO_MAX_CREDITS, NULL);
 /* Applies to QPs set up after the write. */
@@ -225,6 +229,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_pullup_max.attr.attr,
 	&rs_tunable_autocork.attr.attr,
 	&rs_tunable_inflight_max.attr.attr,
+	&rs_tunable_busy_poll_us.attr.attr,
 	&rs_tunable_credits_per_ac.attr.attr,
 	&rs_tunable_send_depth.attr.attr,
 	&rs_tunable_max_data_size.attr.attr,

@@ -153,6 +153,17 @@ static inline int rs_first_device(char *buf, size_t len)
 	return de ? 0 : -ENOENT;
 }
 
+/* The first device's counter stats/@name; -1 on error. */
+static inline long rs_device_stat(const char *name)
+{
+	char dir[512], path[800], buf[32];
+
+	if (rs_first_device(dir, sizeof(dir)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/stats/%s", dir, name);
+	return rs_read_file(path, buf, sizeof(buf)) ? -1 : atol(buf);
+}
+
 /* ACs on every RDMA device rdmashare uses, from their gauges; -1 on error. */
 static inline int rs_device_acs(void)
 {

@@ -438,8 +438,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Twenty-four tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(24, n);
+	/* Twenty-five tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(25, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

@@ -511,17 +511,6 @@ TEST_F_TIMEOUT(sched, two_level_shares, 600)
 
 /* ---- quanta ---- */
 
-/* The first device's count of ACs that came to have data and no credit. */
-static long credit_stalls(void)
-{
-	char dir[512], path[600], buf[32];
-
-	if (rs_first_device(dir, sizeof(dir)))
-		return -1;
-	snprintf(path, sizeof(path), "%s/stats/credit_stalls", dir);
-	return rs_read_file(path, buf, sizeof(buf)) ? -1 : atol(buf);
-}
-
 static int cmp_uint(const void *a, const void *b)
 {
 	unsigned int x = *(const unsigned int *)a, y = *(const unsigned int *)b;
@@ -657,9 +646,9 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 		/* The receiver keeps up: it preempts the senders' copies. */
 		ASSERT_EQ(0, rs_fifo_begin(&f));
 		for (try = 0; try < 3; try++) {
-			stalls = credit_stalls();
+			stalls = rs_device_stat("credit_stalls");
 			run[c] = median_run(rs, acs, 0, 3000);
-			stalls = credit_stalls() - stalls;
+			stalls = rs_device_stat("credit_stalls") - stalls;
 			TH_LOG("sched_quantum %s, sched_latency_quantum %s: %s AC's turns of %.1f chunks (%ld credit stalls)",
 			       cfg[c].quantum, cfg[c].latency_quantum,
 			       cfg[c].band == RDMASHARE_BAND_LATENCY ? "latency" : "normal",

@@ -9,7 +9,8 @@
 #   rdmashare  rs-stream on 1 AC and on 8 ACs from 4 processes; at 64 B
 #              also 1024 ACs from 8 processes, at 64 KiB also 1 AC with
 #              pullup_max 1 MiB (every chunk copied, the zero copy's
-#              baseline); rs-pingpong.  rs-stream's server has
+#              baseline); rs-pingpong, at 64 B also with busy_poll_us
+#              200.  rs-stream's server has
 #              RS_BENCH_SLOTS (default 512) receive slots: the receives
 #              ib_send_bw posts (its default rx depth)
 #   rds        qperf rds_bw, rds_lat (the kernel's RDS over rxe, rds_rdma)
@@ -253,9 +254,9 @@ rs_stream() {
 }
 
 rs_pingpong() {
-	local size=$1 n l spid v
+	local size=$1 tool=${2:-rdmashare-1ac} n l spid v
 	n=$(n_of lat "$size")
-	l=$logs/rs-pingpong-$size
+	l=$logs/rs-pingpong-$tool-$size
 	stream_port=$((stream_port + 1))
 	log "rdmashare: rs-pingpong -l $size -n $n"
 	begin
@@ -271,19 +272,20 @@ rs_pingpong() {
 		failed "rs-pingpong $size: client"
 	fi
 	stop "$spid"
-	end rdmashare-1ac "$size" lat
+	end "$tool" "$size" lat
 	# rtt us min A p50 B p99 C max D mean E: one way is half of it
 	v=$(sed -n 's/.* p50 \([0-9.]*\) .* mean \([0-9.]*\),.*/\1 \2/p' "$l.client")
 	if [ -z "$v" ]; then
 		failed "rs-pingpong $size: no result line"
 		return
 	fi
-	put rdmashare-1ac "$size" lat_p50_us "$(awk -v x="${v% *}" 'BEGIN { printf "%.2f", x / 2 }')"
-	put rdmashare-1ac "$size" lat_mean_us "$(awk -v x="${v#* }" 'BEGIN { printf "%.2f", x / 2 }')"
+	put "$tool" "$size" lat_p50_us "$(awk -v x="${v% *}" 'BEGIN { printf "%.2f", x / 2 }')"
+	put "$tool" "$size" lat_mean_us "$(awk -v x="${v#* }" 'BEGIN { printf "%.2f", x / 2 }')"
 }
 
 bench_rdmashare() {
 	local size pullup=/sys/class/misc/rdmashare/pullup_max old
+	local busy=/sys/class/misc/rdmashare/busy_poll_us
 	for size in "${sizes[@]}"; do
 		rs_stream rdmashare-1ac 1 1 "$size"
 		rs_stream rdmashare-8ac 8 4 "$size"
@@ -295,6 +297,13 @@ bench_rdmashare() {
 			echo "$old" >"$pullup"
 		fi
 		rs_pingpong "$size"
+		if [ "$size" = 64 ]; then
+			# Both ends' waits poll the CQ for up to 200 us first.
+			old=$(cat "$busy")
+			echo 200 >"$busy"
+			rs_pingpong "$size" rdmashare-1ac-bp
+			echo "$old" >"$busy"
+		fi
 	done
 }
 

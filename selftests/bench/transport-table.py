@@ -19,6 +19,7 @@ TOOLS = [
     ("rdmashare-8ac", "rdmashare, 8 ACs"),
     ("rdmashare-1024ac", "rdmashare, 1024 ACs"),
     ("rdmashare-1ac-copy", "rdmashare, 1 AC, copied"),
+    ("rdmashare-1ac-bp", "rdmashare, 1 AC, busy poll"),
     ("rds", "RDS (rds_rdma)"),
     ("rsocket", "rsocket (rstream)"),
     ("tcp", "TCP (qperf)"),
@@ -27,6 +28,7 @@ TARGETS = [  # issue #10: (what, size, metric, tool, bound, "min" or "max")
     ("message rate at 64 B", 64, "rate_msgps", "rdmashare-1ac", 1.0, "min"),
     ("message rate at 64 B", 64, "rate_msgps", "rdmashare-8ac", 2.5, "min"),
     ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac", 2.0, "max"),
+    ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac-bp", 1.3, "max"),
     ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", 1.3, "min"),
 ]
 

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: polling a QP's completion queue, from a work item or from a
+ * thread that waits for completions (busy polling).
+ *
+ * Each QP has one CQ for its sends and for the receives it took from the
+ * device's SRQ (qp.c).  When the device signals a completion
+ * (rs_cq_event()), the QP's poll work runs on rs_cq_wq, a per-CPU
+ * high-priority workqueue, as ib_core's IB_POLL_WORKQUEUE would run it, and
+ * hands every work completion to its ib_cqe's done() in process context.
+ *
+ * With busy_poll_us set, a thread that waits in RDMASHARE_IOC_ENTER for
+ * completions polls, for at most that long, the CQ of the QP that last
+ * delivered to its file (rs_file.poll_qp), in its own context, before it
+ * sleeps: its completions need neither the work item nor a wake-up (net's
+ * napi_busy_loop() model).  Whoever polls owns the CQ (RS_CQ_OWNED), so
+ * that completions are handled by one context at a time and in the order
+ * the device gave them, as the receive path needs.  A device event that
+ * finds the CQ owned leaves RS_CQ_MISSED; the owner queues the work when it
+ * lets go.  Only the work arms the CQ again, so every event is followed
+ * by a work that polls and arms.
+ *
+ * A busy poller finds its QP by id (rs_cq_ids), under RCU: QP memory is
+ * freed after a grace period (qp.c), and the CQ is destroyed only by the
+ * teardown, which sets RS_CQ_DEAD and then takes RS_CQ_OWNED for good.
+ */
+#include <linux/rcupdate.h>
+#include <linux/sched/clock.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+
+#include "transport.h"
+
+/* Completions fetched from the device at a time; the work's budget. */
+#define RS_CQ_BATCH	16
+#define RS_CQ_BUDGET	256
+
+enum {
+	RS_CQ_OWNED,	/* a context polls the CQ */
+	RS_CQ_MISSED,	/* an event came while it did */
+	RS_CQ_DEAD,	/* the CQ is being destroyed: nobody polls */
+};
+
+static struct workqueue_struct *rs_cq_wq;
+static DEFINE_XARRAY_ALLOC(rs_cq_ids);
+static u32 rs_cq_next_id;
+
+static int rs_cq_process(struct rs_qp *qp, int budget)
+{
+	int i, n, done = 0;
+
+	while (done < budget) {
+		n = ib_poll_cq(qp->cq, min(RS_CQ_BATCH, budget - done), qp->wcs);
+		if (n <= 0)
+			break;
+		for (i = 0; i < n; i++) {
+			struct ib_wc *wc = &qp->wcs[i];
+
+			/* Every work request this module posts names its ib_cqe. */
+			if (wc->wr_cqe)
+				wc->wr_cqe->done(qp->cq, wc);
+			else
+				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
+		}
+		done += n;
+		if (n < RS_CQ_BATCH)
+			break;
+	}
+	return done;
+}
+
+/* Own the CQ; a context that cannot leaves the owner an event to replay. */
+static bool rs_cq_claim(struct rs_qp *qp, bool event)
+{
+	if (!test_and_set_bit_lock(RS_CQ_OWNED, &qp->poll_state))
+		goto owned;
+	if (!event)
+		return false;
+	set_bit(RS_CQ_MISSED, &qp->poll_state);
+	/* Pairs with rs_cq_unclaim(): the owner sees MISSED, or left. */
+	smp_mb__after_atomic();
+	if (test_and_set_bit_lock(RS_CQ_OWNED, &qp->poll_state))
+		return false;
+owned:
+	if (test_bit(RS_CQ_DEAD, &qp->poll_state)) {
+		clear_bit_unlock(RS_CQ_OWNED, &qp->poll_state);
+		return false;
+	}
+	return true;
+}
+
+static void rs_cq_unclaim(struct rs_qp *qp)
+{
+	clear_bit_unlock(RS_CQ_OWNED, &qp->poll_state);
+	/* Pairs with rs_cq_claim(): it sees the CQ free, or we see MISSED. */
+	smp_mb__after_atomic();
+	if (test_and_clear_bit(RS_CQ_MISSED, &qp->poll_state))
+		queue_work(rs_cq_wq, &qp->poll_work);
+}
+
+static void rs_cq_work(struct work_struct *work)
+{
+	struct rs_qp *qp = container_of(work, struct rs_qp, poll_work);
+	int done;
+
+	if (!rs_cq_claim(qp, true))
+		return;
+	/* What came before the claim is polled now. */
+	clear_bit(RS_CQ_MISSED, &qp->poll_state);
+	done = rs_cq_process(qp, RS_CQ_BUDGET);
+	if (done >= RS_CQ_BUDGET ||
+	    ib_req_notify_cq(qp->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		queue_work(rs_cq_wq, &qp->poll_work);
+	rs_cq_unclaim(qp);
+}
+
+/* The device's completion event, in whatever context it raises it. */
+static void rs_cq_event(struct ib_cq *cq, void *ctx)
+{
+	struct rs_qp *qp = ctx;
+
+	queue_work(rs_cq_wq, &qp->poll_work);
+}
+
+/* @qp's CQ, @qp->cq_size entries, armed; polled from rs_cq_wq. */
+int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev)
+{
+	static atomic_t vector = ATOMIC_INIT(0);
+	struct ib_cq_init_attr attr = { .cqe = qp->cq_size };
+	struct ib_cq *cq;
+	int ret;
+
+	qp->wcs = kcalloc(RS_CQ_BATCH, sizeof(*qp->wcs), GFP_KERNEL);
+	if (!qp->wcs)
+		return -ENOMEM;
+	if (ibdev->num_comp_vectors > 1)
+		attr.comp_vector = (u32)atomic_inc_return(&vector) % ibdev->num_comp_vectors;
+	qp->poll_state = 0;
+	INIT_WORK(&qp->poll_work, rs_cq_work);
+	cq = ib_create_cq(ibdev, rs_cq_event, NULL, qp, &attr);
+	if (IS_ERR(cq)) {
+		ret = PTR_ERR(cq);
+		goto out_free;
+	}
+	qp->cq = cq;
+	ret = xa_alloc_cyclic(&rs_cq_ids, &qp->poll_id, qp, xa_limit_31b,
+			      &rs_cq_next_id, GFP_KERNEL);
+	if (ret < 0)
+		goto out_destroy;
+	ret = ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
+	if (ret)
+		goto out_erase;
+	return 0;
+
+out_erase:
+	xa_erase(&rs_cq_ids, qp->poll_id);
+	qp->poll_id = 0;
+out_destroy:
+	ib_destroy_cq(cq);
+	qp->cq = NULL;
+out_free:
+	kfree(qp->wcs);
+	qp->wcs = NULL;
+	return ret;
+}
+
+/*
+ * Process context, the QP destroyed (its drain done: every completion that
+ * mattered was handled).  No poller touches the CQ after this.
+ */
+void rs_cq_destroy(struct rs_qp *qp)
+{
+	xa_erase(&rs_cq_ids, qp->poll_id);
+	qp->poll_id = 0;
+	set_bit(RS_CQ_DEAD, &qp->poll_state);
+	/* Pairs with rs_cq_claim(): a later owner sees DEAD. */
+	smp_mb__after_atomic();
+	/* A busy poller holds it for a batch at most. */
+	while (test_and_set_bit_lock(RS_CQ_OWNED, &qp->poll_state))
+		usleep_range(50, 100);
+	ib_destroy_cq(qp->cq);
+	qp->cq = NULL;
+	/* No event now: a work queued before finds the CQ dead. */
+	cancel_work_sync(&qp->poll_work);
+	kfree(qp->wcs);
+	qp->wcs = NULL;
+}
+
+/*
+ * A completion of @qp's was posted to @rf's CQ: a waiter in @rf busy-polls
+ * that QP.
+ */
+void rs_file_note_qp(struct rs_file *rf, struct rs_qp *qp)
+{
+	if (READ_ONCE(rf->poll_qp) != qp->poll_id)
+		WRITE_ONCE(rf->poll_qp, qp->poll_id);
+}
+
+/* The QP @rf noted, with a reference, if its CQ is still there. */
+static struct rs_qp *rs_file_poll_qp(struct rs_file *rf)
+{
+	u32 id = READ_ONCE(rf->poll_qp);
+	struct rs_qp *qp;
+
+	if (!id)
+		return NULL;
+	rcu_read_lock();
+	qp = xa_load(&rs_cq_ids, id);
+	if (qp && !kref_get_unless_zero(&qp->ref))
+		qp = NULL;
+	rcu_read_unlock();
+	return qp;
+}
+
+/* One round of busy polling on @qp; a no-op if another context polls it. */
+static void rs_cq_busy_poll(struct rs_qp *qp)
+{
+	int done;
+
+	if (!rs_cq_claim(qp, false))
+		return;
+	done = rs_cq_process(qp, RS_CQ_BATCH);
+	if (done)
+		rs_qp_stat(qp, RS_STAT_BUSY_POLLED, done);
+	rs_cq_unclaim(qp);
+}
+
+/*
+ * Called from ENTER before it sleeps for @min_complete completions: poll
+ * for up to rs_busy_poll_us, giving the CPU up whenever the scheduler asks.
+ * True if what ENTER waits for is there (or a signal is).
+ */
+bool rs_busy_poll(struct rs_file *rf, u32 min_complete)
+{
+	u64 end = local_clock() + (u64)READ_ONCE(rs_busy_poll_us) * NSEC_PER_USEC;
+	struct rs_qp *qp = rs_file_poll_qp(rf);
+	bool ready;
+
+	for (;;) {
+		if (qp)
+			rs_cq_busy_poll(qp);
+		ready = rs_cq_ready(rf) >= min_complete || rs_cq_over_fits(rf) ||
+			signal_pending(current);
+		if (ready || local_clock() >= end)
+			break;
+		cond_resched();
+		cpu_relax();
+	}
+	if (qp)
+		rs_qp_put(qp);
+	return ready;
+}
+
+int rs_poll_init(void)
+{
+	rs_cq_wq = alloc_workqueue("rdmashare_cq", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	return rs_cq_wq ? 0 : -ENOMEM;
+}
+
+void rs_poll_exit(void)
+{
+	destroy_workqueue(rs_cq_wq);
+	WARN_ON(!xa_empty(&rs_cq_ids));
+	xa_destroy(&rs_cq_ids);
+}
