@@ -167,7 +167,8 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 		break;
 	}
 	if (conn) {
-		if (!m->conn.slot_size || m->conn.slot_size > RS_PROTO_MAX_CHUNK ||
+		if (m->conn.slot_size < RS_PROTO_MIN_SLOT ||
+		    m->conn.slot_size > RS_PROTO_MAX_CHUNK ||
 		    m->conn.credits > RS_PROTO_MAX_CREDITS)
 			return -EBADMSG;
 		/* Placement came with version 4. */

@@ -59,6 +59,7 @@
 
 /* Hard limits of the protocol; tunables are checked against them. */
 #define RS_PROTO_MAX_CHUNK	BIT(20)		/* payload of one SEND */
+#define RS_PROTO_MIN_SLOT	64		/* a receive slot holds at least */
 #define RS_PROTO_MAX_MSG	BIT(30)		/* one application message */
 #define RS_PROTO_MAX_CREDITS	BIT(16)		/* granted in one header */
 #define RS_PROTO_MAX_WINDOW	4096		/* version 4: held by one AC */

@@ -283,6 +283,7 @@ int rs_params_check(void);
 #define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
 #define RS_CQ_DEPTH_MAX		BIT(20)
 #define RS_BUSY_POLL_US_MAX	10000	/* busy_poll_us: 10 ms */
+#define RS_SLOT_ALIGN		64	/* SETUP's rx_slot_size is a multiple */
 /*
  * Work requests one SEND of a shared QP takes at most, in its send queue
  * and CQ: itself, the RDMA WRITEs of the chunks it places and the

@@ -40,7 +40,8 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	size_t at;
 	u32 idx;
 
-	if (placed && (!READ_ONCE(ac->rx_rkey) || len > rf->rx_slot_size))
+	/* The slot size this end named in its CONNECT or ACCEPT bounds a chunk. */
+	if (len > rf->rx_slot_size || (placed && !READ_ONCE(ac->rx_rkey)))
 		return -EPROTO;
 	spin_lock_irq(&rf->rx_lock);
 	if (ac->rx_done) {

@@ -28,6 +28,7 @@
 
 #include "area.h"
 #include "compat.h"
+#include "proto.h"
 #include "rdmashare.h"
 #include "ring.h"
 
@@ -123,11 +124,17 @@ static void rs_fill_offsets(struct rdmashare_ring_offsets *o, size_t ctl,
 int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 {
 	size_t sqes_off, cqes_off, rings_size, data_size, map_size;
-	u32 sq_entries, cq_entries, rx_slots, i;
+	u32 sq_entries, cq_entries, rx_slots, slot_size = rs_chunk_size, i;
 	int ret;
 
-	if ((p->flags & ~RDMASHARE_SETUP_SQ_WAKEUP) || p->resv[0] || p->resv[1] || p->resv[2])
+	if ((p->flags & ~(RDMASHARE_SETUP_SQ_WAKEUP | RDMASHARE_SETUP_SLOT_SIZE)) ||
+	    p->resv[0] || p->resv[1] || p->resv[2])
 		return -EINVAL;
+	if (p->flags & RDMASHARE_SETUP_SLOT_SIZE) {
+		if (p->rx_slot_size < RS_PROTO_MIN_SLOT || p->rx_slot_size > rs_chunk_size)
+			return -EINVAL;
+		slot_size = min_t(u32, ALIGN(p->rx_slot_size, RS_SLOT_ALIGN), rs_chunk_size);
+	}
 	ret = rs_ring_size(p->sq_entries, rs_sq_entries_default, rs_sq_entries_max,
 			   &sq_entries);
 	if (ret)
@@ -155,7 +162,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 		return -EINVAL;
 	data_size = p->data_size ?: rs_data_size_default;
 	data_size = PAGE_ALIGN(data_size);
-	map_size = data_size + PAGE_ALIGN((size_t)rx_slots * rs_chunk_size);
+	map_size = data_size + PAGE_ALIGN((size_t)rx_slots * slot_size);
 
 	sqes_off = ALIGN(sizeof(struct rs_rings), SMP_CACHE_BYTES);
 	cqes_off = sqes_off + array_size(sq_entries, sizeof(struct rdmashare_sqe));
@@ -195,7 +202,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	rf->nr_rx_free = rx_slots;
 	rf->rx_slots = rx_slots;
 	rf->rx_unreserved = rx_slots;
-	rf->rx_slot_size = rs_chunk_size;
+	rf->rx_slot_size = slot_size;
 	rf->rx_offset = data_size;
 	rf->map_size = map_size;
 
@@ -219,7 +226,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	p->data_size = data_size;
 	p->rings_size = rings_size;
 	p->rx_slots = rx_slots;
-	p->rx_slot_size = rs_chunk_size;
+	p->rx_slot_size = slot_size;
 	p->rx_offset = data_size;
 	p->map_size = map_size;
 	p->max_acs = READ_ONCE(rs_max_acs_per_file);

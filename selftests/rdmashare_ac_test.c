@@ -12,7 +12,8 @@
  * rdmashare_recv_any() takes the messages of several ACs in the order they
  * came, whole (multi-chunk ones too) and each AC's in order, reports an
  * AC's end once, times out, and refuses a NULL id.  The slots a closed AC
- * lent its peer come back once the peer answered its CLOSE.
+ * lent its peer come back once the peer answered its CLOSE.  A file set up
+ * with small receive slots gets chunks that fit them.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -419,6 +420,57 @@ TEST_F_TIMEOUT(data, send_only_handle, 180)
 		ASSERT_EQ(64, rdmashare_recv(s, sac, buf, sizeof(buf), 10000)) TH_LOG("message %d", i);
 		ASSERT_EQ((char)i, buf[63]);
 	}
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * RDMASHARE_SETUP_SLOT_SIZE: a file with 1 KiB receive slots gets every
+ * message in chunks of at most 1 KiB from a peer whose chunk_size is
+ * 16 KiB (the device counts them), every byte intact, and sends its own in
+ * chunks of the peer's 16 KiB slots.
+ */
+TEST_F_TIMEOUT(data, small_slots, 180)
+{
+	static const size_t sizes[] = { 1, 1023, 1024, 1025, 5000, 65536 };
+	static unsigned char out[65536], in[65536];
+	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_SLOT_SIZE, .data_size = 1 << 20, .rx_slots = 64,
+		.rx_slot_size = 1000,
+	};
+	struct sockaddr_in sin = peer_addr(PORT + 50);
+	long chunks, want = 0;
+	struct rdmashare *c, *s;
+	int l, cac, sac, dir;
+	unsigned int i;
+
+	s = rs_open_with(&p);
+	ASSERT_NE(NULL, s);
+	EXPECT_EQ(1024, p.rx_slot_size);	/* rounded up to a multiple of 64 */
+	EXPECT_EQ(p.data_size + 64 * 1024, p.map_size);
+	c = open_setup();
+	ASSERT_NE(NULL, c);
+	l = rdmashare_listen(s, PORT + 50, 4);
+	ASSERT_LE(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LE(0, sac);
+	chunks = rs_device_stat("rx_chunks");
+	ASSERT_LE(0, chunks);
+	for (dir = 0; dir < 2; dir++) {
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			size_t slot = dir ? 16384 : 1024;
+
+			fill(out, sizes[i], i + 10 * dir);
+			ASSERT_EQ(0, rdmashare_send(dir ? s : c, dir ? sac : cac, out, sizes[i]));
+			ASSERT_EQ((ssize_t)sizes[i], rdmashare_recv(dir ? c : s, dir ? cac : sac,
+								   in, sizeof(in), 20000));
+			ASSERT_EQ(0, memcmp(out, in, sizes[i])) TH_LOG("%zu bytes", sizes[i]);
+			want += (sizes[i] + slot - 1) / slot;
+		}
+	}
+	EXPECT_EQ(want, rs_device_stat("rx_chunks") - chunks);
 	rdmashare_close(c);
 	rdmashare_close(s);
 }

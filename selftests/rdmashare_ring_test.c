@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The per-file rings: RDMASHARE_IOC_SETUP and its limits, mmap(2) of the
- * regions with every kind of wrong offset, length and protection, the SQ
- * and CQ protocol through librdmashare, ENTER's arguments, malformed SQEs,
- * indices that user space corrupted, CQ back-pressure and poll(2).
+ * The per-file rings: RDMASHARE_IOC_SETUP and its limits (receive slot
+ * sizes too), mmap(2) of the regions with every kind of wrong offset,
+ * length and protection, the SQ and CQ protocol through librdmashare,
+ * ENTER's arguments, malformed SQEs, indices that user space corrupted, CQ
+ * back-pressure and poll(2).
  */
 #include <poll.h>
 #include <sys/resource.h>
@@ -134,6 +135,49 @@ TEST_F(raw, setup_rounding)
 	EXPECT_EQ(page_size(), p.data_size);
 }
 
+/*
+ * RDMASHARE_SETUP_SLOT_SIZE: the slot size asked for, rounded up to a
+ * multiple of 64, sizes the slots' part of the data area; without the
+ * flag, rx_slot_size is output only, whatever it held.
+ */
+TEST(setup_slot_size)
+{
+	static const struct { __u32 flags, in, out; } cases[] = {
+		{ RDMASHARE_SETUP_SLOT_SIZE, 64, 64 },
+		{ RDMASHARE_SETUP_SLOT_SIZE, 65, 128 },
+		{ RDMASHARE_SETUP_SLOT_SIZE, 2048, 2048 },
+		{ RDMASHARE_SETUP_SLOT_SIZE, 16384, 16384 },
+		{ 0, 12345, 16384 },
+	};
+	struct rdmashare_query q = { .size = sizeof(q) };
+	unsigned int i;
+	int fd;
+
+	fd = open("/dev/rdmashare", O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ioctl(fd, RDMASHARE_IOC_QUERY, &q));
+	EXPECT_TRUE(q.features & RDMASHARE_FEAT_SLOT_SIZE);
+	close(fd);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rdmashare_setup p = {
+			.size = sizeof(p), .flags = cases[i].flags, .data_size = 8192,
+			.rx_slots = 100, .rx_slot_size = cases[i].in,
+		};
+		size_t slots;
+
+		fd = open("/dev/rdmashare", O_RDWR);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, setup_raw(fd, &p)) TH_LOG("%u", cases[i].in);
+		EXPECT_EQ(cases[i].out, p.rx_slot_size);
+		slots = (100 * (size_t)cases[i].out + page_size() - 1) / page_size() * page_size();
+		EXPECT_EQ(p.data_size + slots, p.map_size);
+		/* The whole area maps. */
+		EXPECT_EQ(0, map_err(fd, p.map_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+				     RDMASHARE_OFF_DATA));
+		close(fd);
+	}
+}
+
 TEST(setup_bad_arguments)
 {
 	struct {
@@ -142,7 +186,18 @@ TEST(setup_bad_arguments)
 		int err;
 	} cases[] = {
 		{ "short size", { .size = 8 }, -EINVAL },
-		{ "flags", { .size = sizeof(struct rdmashare_setup), .flags = 2 }, -EINVAL },
+		{ "flags", { .size = sizeof(struct rdmashare_setup), .flags = 4 }, -EINVAL },
+		{ "slot size 0", { .size = sizeof(struct rdmashare_setup),
+				   .flags = RDMASHARE_SETUP_SLOT_SIZE }, -EINVAL },
+		{ "slot size under 64", { .size = sizeof(struct rdmashare_setup),
+					  .flags = RDMASHARE_SETUP_SLOT_SIZE, .rx_slot_size = 63 },
+		  -EINVAL },
+		{ "slot size over max", { .size = sizeof(struct rdmashare_setup),
+					  .flags = RDMASHARE_SETUP_SLOT_SIZE, .rx_slot_size = 16385 },
+		  -EINVAL },
+		{ "slot size huge", { .size = sizeof(struct rdmashare_setup),
+				      .flags = RDMASHARE_SETUP_SLOT_SIZE, .rx_slot_size = ~0u },
+		  -EINVAL },
 		{ "high flag", { .size = sizeof(struct rdmashare_setup), .flags = 1u << 31 }, -EINVAL },
 		{ "reserved", { .size = sizeof(struct rdmashare_setup), .resv = { 0, 0, 1 } }, -EINVAL },
 		{ "sq over max", { .size = sizeof(struct rdmashare_setup), .sq_entries = 4097 }, -EINVAL },

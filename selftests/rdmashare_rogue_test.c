@@ -8,6 +8,9 @@
  *  - bad_version, unknown_type, truncated: malformed messages;
  *  - out_of_window: a fifth chunk on an AC that granted four credits;
  *  - replayed: the same chunk twice;
+ *  - chunk_over_slot: a chunk larger than the receive slots the accepting
+ *    file set up (RDMASHARE_SETUP_SLOT_SIZE), though it fits the SRQ's
+ *    buffers; no slot is written;
  *  - other_acs: chunks addressed to connection ids of ACs on other QPs are
  *    dropped (nothing reaches them, the rogue's QP even stays);
  *  - rejects_not_taken: CONNECTs to a closed port from a peer that takes no
@@ -161,13 +164,13 @@ TEST_F_TIMEOUT(rogue, truncated, 90)
 }
 
 /*
- * CONNECT to the fixture's second listener as rogue connection 7; the
- * module's connection id from its ACCEPT, and the credits it granted.
+ * CONNECT to the listener on @port as rogue connection 7; the module's
+ * connection id from its ACCEPT, and the credits it granted.
  */
-static int rogue_ac(struct rogue *r, uint32_t *credits)
+static int rogue_ac_to(struct rogue *r, unsigned int port, uint32_t *credits)
 {
 	struct rogue_conn cp = {
-		.port = htonl(PORT + 1), .slot_size = htonl(16384), .credits = htonl(4),
+		.port = htonl(port), .slot_size = htonl(16384), .credits = htonl(4),
 	};
 	double end = rs_now() + 30;
 	struct rogue_hdr h;
@@ -204,6 +207,12 @@ static int rogue_ac(struct rogue *r, uint32_t *credits)
 	return -ETIMEDOUT;
 }
 
+/* CONNECT to the fixture's second listener. */
+static int rogue_ac(struct rogue *r, uint32_t *credits)
+{
+	return rogue_ac_to(r, PORT + 1, credits);
+}
+
 /* A one-chunk message number @seq of 8 bytes from rogue 7 to @dst. */
 static int rogue_chunk(struct rogue *r, uint32_t dst, uint32_t seq)
 {
@@ -224,6 +233,43 @@ TEST_F_TIMEOUT(rogue, out_of_window, 90)
 	/* One more than granted: the module drops the QP. */
 	rogue_chunk(&self->r, id, credits);
 	dropped_only_rogue(_metadata, self);
+}
+
+/*
+ * A chunk larger than the receive slots of the accepting file (1 KiB,
+ * RDMASHARE_SETUP_SLOT_SIZE), which its ACCEPT named, though it fits the
+ * SRQ's buffers: the rogue loses its QP, and the slots after the one it
+ * would have filled keep what they had.
+ */
+TEST_F_TIMEOUT(rogue, chunk_over_slot, 90)
+{
+	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_SLOT_SIZE, .data_size = 4096, .rx_slots = 4,
+		.rx_slot_size = 1024,
+	};
+	struct rdmashare *small;
+	uint32_t credits = 0;
+	unsigned char *area;
+	size_t area_len;
+	int l, id;
+
+	small = rs_open_with(&p);
+	ASSERT_NE(NULL, small);
+	area = rdmashare_data(small, &area_len);
+	ASSERT_EQ(p.map_size, area_len);
+	memset(area + p.rx_offset, 0xee, 4 * 1024);
+	l = rdmashare_listen(small, PORT + 2, 4);
+	ASSERT_LT(0, l);
+	id = rogue_ac_to(&self->r, PORT + 2, &credits);
+	ASSERT_LT(0, id);
+	ASSERT_LT(0, credits);
+	rogue_hdr(self->r.buf, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST, id, 7, 0, 1025, 0,
+		  1025, 0);
+	memset(self->r.buf + ROGUE_HDR_LEN, 0x5a, 1025);
+	rogue_send(&self->r, ROGUE_HDR_LEN + 1025);
+	dropped_only_rogue(_metadata, self);
+	EXPECT_EQ(NULL, memchr(area + p.rx_offset, 0x5a, 4 * 1024));
+	rdmashare_close(small);
 }
 
 TEST_F_TIMEOUT(rogue, replayed, 90)

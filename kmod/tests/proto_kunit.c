@@ -180,6 +180,20 @@ static void proto_limits_test(struct kunit *test)
 	m.type = RS_MSG_TYPE_MAX + 1;
 	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)), -EINVAL);
 	KUNIT_EXPECT_EQ(test, rs_proto_payload_len(RS_MSG_TYPE_MAX + 1, 0), -EINVAL);
+
+	/* A receive slot of at least RS_PROTO_MIN_SLOT bytes. */
+	m = good_msgs[5];
+	m.conn.slot_size = RS_PROTO_MIN_SLOT - 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)), -EINVAL);
+	m.conn.slot_size = RS_PROTO_MIN_SLOT;
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 1, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_CONN_PARAMS_LEN);
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_CONN_PARAMS_LEN, 1, 65536,
+					      &out), 0);
+	KUNIT_EXPECT_EQ(test, out.conn.slot_size, RS_PROTO_MIN_SLOT);
+	buf[RS_HDR_LEN + 7] = RS_PROTO_MIN_SLOT - 1;	/* slot_size's low byte */
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_CONN_PARAMS_LEN, 1, 65536,
+					      &out), -EBADMSG);
 }
 
 /*

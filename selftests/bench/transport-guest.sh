@@ -45,6 +45,11 @@ scale=${RS_BENCH_SCALE:-1}
 repeat=${RS_BENCH_REPEAT:-3}
 qtime=${RS_BENCH_TIME:-3}
 rs_slots=${RS_BENCH_SLOTS:-512}
+# The 1024-AC row: as many slots as a file may have (max_rx_slots), of a
+# size that makes them the same memory as the other rows' (4096 x 2 KiB =
+# 512 x 16 KiB): RDMASHARE_SETUP_SLOT_SIZE.
+rs_many_slots=${RS_BENCH_MANY_SLOTS:-4096}
+rs_many_slot_size=${RS_BENCH_MANY_SLOT_SIZE:-2048}
 sizes=(64 4096 65536)
 res=$work/transport.tsv
 logroot=$work/transport-logs
@@ -212,16 +217,16 @@ bench_perftest() {
 stream_port=7500
 
 rs_stream() {
-	local tool=$1 acs=$2 procs=$3 size=$4 n l spid v
+	local tool=$1 acs=$2 procs=$3 size=$4 slots=${5:-$rs_slots} slot_size=${6:-0} n l spid v
 	n=$(n_of bw "$size")
 	n=$(( (n + acs - 1) / acs ))
 	# Many ACs: enough messages each that the stream outlasts the setup.
 	[ "$n" -ge 64 ] || [ "$acs" -lt 64 ] || n=64
 	l=$logs/$tool-$size
 	stream_port=$((stream_port + 1))
-	log "$tool: rs-stream -a $acs -P $procs -l $size -n $n (per AC), $rs_slots slots"
+	log "$tool: rs-stream -a $acs -P $procs -l $size -n $n (per AC), $slots slots of $slot_size bytes"
 	begin
-	"$bin/rs-stream" -s -p "$stream_port" -a "$acs" -r "$rs_slots" >"$l.server" 2>&1 &
+	"$bin/rs-stream" -s -p "$stream_port" -a "$acs" -r "$slots" -S "$slot_size" >"$l.server" 2>&1 &
 	spid=$!
 	if ! wait_for "$l.server" listening; then
 		failed "$tool $size: server did not start"
@@ -289,7 +294,8 @@ bench_rdmashare() {
 	for size in "${sizes[@]}"; do
 		rs_stream rdmashare-1ac 1 1 "$size"
 		rs_stream rdmashare-8ac 8 4 "$size"
-		[ "$size" != 64 ] || rs_stream rdmashare-1024ac 1024 8 "$size"
+		[ "$size" != 64 ] ||
+			rs_stream rdmashare-1024ac 1024 8 "$size" "$rs_many_slots" "$rs_many_slot_size"
 		if [ "$size" = 65536 ]; then
 			old=$(cat "$pullup")
 			echo 1048576 >"$pullup"

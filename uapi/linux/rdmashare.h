@@ -46,6 +46,7 @@ enum {
 #define RDMASHARE_FEAT_CQ_LIMITS	(1ULL << 6)	/* SETUP's max_acs, max_waiting */
 #define RDMASHARE_FEAT_SQ_WAKEUP	(1ULL << 7)	/* RDMASHARE_SETUP_SQ_WAKEUP */
 #define RDMASHARE_FEAT_CQ_OVERFLOW	(1ULL << 8)	/* RDMASHARE_SQ_CQ_OVERFLOW */
+#define RDMASHARE_FEAT_SLOT_SIZE	(1ULL << 9)	/* RDMASHARE_SETUP_SLOT_SIZE */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -119,8 +120,15 @@ struct rdmashare_ring_offsets {
  * tail, then issues a full barrier, then reads the flags (io_uring's
  * IORING_SQ_NEED_WAKEUP contract); the kernel sets the flag, then issues a
  * full barrier, then looks at the tail once more.
+ *
+ * RDMASHARE_SETUP_SLOT_SIZE: @rx_slot_size is an input too, the size of
+ * each receive slot.  A peer sends an AC of the file chunks of at most that
+ * many bytes, so a file that receives small messages on many ACs gets more
+ * slots, and larger windows, from the same memory; a larger message comes
+ * in more chunks.
  */
 #define RDMASHARE_SETUP_SQ_WAKEUP	(1U << 0)
+#define RDMASHARE_SETUP_SLOT_SIZE	(1U << 1)
 
 /*
  * SQ ring flags.  RDMASHARE_SQ_CQ_OVERFLOW: an AC's CLOSED completion holds
@@ -145,7 +153,9 @@ struct rdmashare_ring_offsets {
  *	area, 0 for the default; rounded up to the page size; out: its size
  * @rings_size: out: length to mmap at RDMASHARE_OFF_RINGS
  * @rx_slots: in: receive slots wanted, 0 for the default; out: how many
- * @rx_slot_size: out: bytes per receive slot
+ * @rx_slot_size: in, with RDMASHARE_SETUP_SLOT_SIZE: bytes per receive slot
+ *	wanted, 64 to the module's max_chunk_size, rounded up to a multiple of
+ *	64; out: bytes per receive slot (without the flag: max_chunk_size)
  * @rx_offset: out: offset of the first receive slot in the data area
  * @map_size: out: length to mmap at RDMASHARE_OFF_DATA: the application's
  *	part, then the receive slots

@@ -2,11 +2,12 @@
 /*
  * rs-stream: throughput over many rdmashare abstract connections.
  *
- *   rs-stream -s [-p PORT] -a ACS [-r SLOTS]
+ *   rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE]
  *       accept ACS connections, receive on all of them (whichever has a
  *       message, rdmashare_recv_any()) until each is closed, report
  *       bytes, messages and rate; SLOTS receive slots (the default: at
- *       least 64, or credits_per_ac per AC)
+ *       least 64, or credits_per_ac per AC) of SLOT_SIZE bytes each (the
+ *       default: the module's max_chunk_size)
  *   rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]
  *       PROCS processes open ACS/PROCS ACs each and send MSGS messages of
  *       BYTES per AC, round robin; report the aggregate rate
@@ -33,15 +34,18 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static struct rdmashare *open_rs(size_t data, unsigned int slots)
+static struct rdmashare *open_rs(size_t data, unsigned int slots, unsigned int slot_size)
 {
 	/* Submissions ride on completions while the stream flows. */
 	struct rdmashare_setup p = {
 		.flags = RDMASHARE_SETUP_SQ_WAKEUP, .data_size = data, .rx_slots = slots,
+		.rx_slot_size = slot_size,
 	};
 	struct rdmashare *rs;
 	int ret;
 
+	if (slot_size)
+		p.flags |= RDMASHARE_SETUP_SLOT_SIZE;
 	ret = rdmashare_open(&rs, 0);
 	if (!ret)
 		ret = rdmashare_setup(rs, &p);
@@ -75,9 +79,10 @@ static unsigned int ac_slots(unsigned int nacs)
 	return n > 4096 ? 4096 : n;
 }
 
-static int server(unsigned int port, unsigned int nacs, unsigned int slots, size_t max)
+static int server(unsigned int port, unsigned int nacs, unsigned int slots,
+		  unsigned int slot_size, size_t max)
 {
-	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs));
+	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs), slot_size);
 	unsigned int i, open_acs = nacs, bad = 0, *seq;
 	unsigned long long bytes = 0, msgs = 0;
 	int *acs = calloc(nacs, sizeof(*acs));
@@ -141,7 +146,7 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 		       unsigned int nmsgs)
 {
 	struct rdmashare *rs = open_rs(len * 64 > (8 << 20) ? len * 64 : 8 << 20,
-				       ac_slots(nacs));
+				       ac_slots(nacs), 0);
 	char *buf = calloc(1, len > 4 ? len : 4);
 	int *acs = calloc(nacs, sizeof(*acs));
 	unsigned int i, m;
@@ -179,7 +184,7 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 
 int main(int argc, char **argv)
 {
-	unsigned int port = 7200, nacs = 1, procs = 1, nmsgs = 1000, slots = 0, i;
+	unsigned int port = 7200, nacs = 1, procs = 1, nmsgs = 1000, slots = 0, slot_size = 0, i;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	const char *host = NULL;
 	int srv = 0, opt, status, bad = 0;
@@ -187,7 +192,7 @@ int main(int argc, char **argv)
 	char svc[16];
 	double t0;
 
-	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
@@ -197,6 +202,7 @@ int main(int argc, char **argv)
 		case 'l': len = strtoul(optarg, NULL, 0); break;
 		case 'n': nmsgs = atoi(optarg); break;
 		case 'r': slots = atoi(optarg); break;
+		case 'S': slot_size = atoi(optarg); break;
 		default:
 			goto usage;
 		}
@@ -204,7 +210,7 @@ int main(int argc, char **argv)
 	if (!srv == !host || !nacs || !procs || nacs % procs || len < 4)
 		goto usage;
 	if (srv)
-		return server(port, nacs, slots, len > (4 << 20) ? len : 4 << 20);
+		return server(port, nacs, slots, slot_size, len > (4 << 20) ? len : 4 << 20);
 
 	snprintf(svc, sizeof(svc), "%u", port);
 	if (getaddrinfo(host, svc, &hints, &ai)) {
@@ -229,7 +235,7 @@ int main(int argc, char **argv)
 	freeaddrinfo(ai);
 	return bad ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS]\n"
+	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE]\n"
 		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]\n");
 	return 2;
 }
