@@ -15,14 +15,18 @@
  * sleeps: its completions need neither the work item nor a wake-up (net's
  * napi_busy_loop() model).  Whoever polls owns the CQ (RS_CQ_OWNED), so
  * that completions are handled by one context at a time and in the order
- * the device gave them, as the receive path needs.  A device event that
- * finds the CQ owned leaves RS_CQ_MISSED; the owner queues the work when it
- * lets go.  Only the work arms the CQ again, so every event is followed
- * by a work that polls and arms.
+ * the device gave them, as the receive path needs.  A work that finds the
+ * CQ owned leaves RS_CQ_MISSED; the owner queues the work again when it
+ * lets go.  Every event is followed by a poll and by arming the CQ again:
+ * by the work; or, while threads busy-poll the QP (rs_qp.busy_pollers),
+ * by them: the event only leaves RS_CQ_MISSED, a poller arms the CQ in its
+ * next round, and the last to stop queues the work if an event is still
+ * unanswered, so that the work item does not compete with them for the CPU.
  *
  * A busy poller finds its QP by id (rs_cq_ids), under RCU: QP memory is
  * freed after a grace period (qp.c), and the CQ is destroyed only by the
- * teardown, which sets RS_CQ_DEAD and then takes RS_CQ_OWNED for good.
+ * teardown, which sets RS_CQ_DEAD (under rs_qp.poll_lock, which a busy
+ * poller holds to queue the work) and then takes RS_CQ_OWNED for good.
  */
 #include <linux/rcupdate.h>
 #include <linux/sched/clock.h>
@@ -120,6 +124,13 @@ static void rs_cq_event(struct ib_cq *cq, void *ctx)
 {
 	struct rs_qp *qp = ctx;
 
+	if (atomic_read(&qp->busy_pollers)) {
+		set_bit(RS_CQ_MISSED, &qp->poll_state);
+		/* Pairs with rs_busy_poll()'s end: it sees MISSED, or we see it gone. */
+		smp_mb__after_atomic();
+		if (atomic_read(&qp->busy_pollers))
+			return;
+	}
 	queue_work(rs_cq_wq, &qp->poll_work);
 }
 
@@ -137,6 +148,8 @@ int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev)
 	if (ibdev->num_comp_vectors > 1)
 		attr.comp_vector = (u32)atomic_inc_return(&vector) % ibdev->num_comp_vectors;
 	qp->poll_state = 0;
+	atomic_set(&qp->busy_pollers, 0);
+	spin_lock_init(&qp->poll_lock);
 	INIT_WORK(&qp->poll_work, rs_cq_work);
 	cq = ib_create_cq(ibdev, rs_cq_event, NULL, qp, &attr);
 	if (IS_ERR(cq)) {
@@ -173,9 +186,12 @@ void rs_cq_destroy(struct rs_qp *qp)
 {
 	xa_erase(&rs_cq_ids, qp->poll_id);
 	qp->poll_id = 0;
+	/* A busy poller queues the work under the lock, before this or never. */
+	spin_lock(&qp->poll_lock);
 	set_bit(RS_CQ_DEAD, &qp->poll_state);
+	spin_unlock(&qp->poll_lock);
 	/* Pairs with rs_cq_claim(): a later owner sees DEAD. */
-	smp_mb__after_atomic();
+	smp_mb();
 	/* A busy poller holds it for a batch at most. */
 	while (test_and_set_bit_lock(RS_CQ_OWNED, &qp->poll_state))
 		usleep_range(50, 100);
@@ -213,7 +229,11 @@ static struct rs_qp *rs_file_poll_qp(struct rs_file *rf)
 	return qp;
 }
 
-/* One round of busy polling on @qp; a no-op if another context polls it. */
+/*
+ * One round of busy polling on @qp; a no-op if another context polls it.
+ * An event that came meanwhile left the CQ unarmed: arm it, as the work
+ * would have; completions that are there already are the next round's.
+ */
 static void rs_cq_busy_poll(struct rs_qp *qp)
 {
 	int done;
@@ -223,7 +243,25 @@ static void rs_cq_busy_poll(struct rs_qp *qp)
 	done = rs_cq_process(qp, RS_CQ_BATCH);
 	if (done)
 		rs_qp_stat(qp, RS_STAT_BUSY_POLLED, done);
-	rs_cq_unclaim(qp);
+	if (test_and_clear_bit(RS_CQ_MISSED, &qp->poll_state) &&
+	    ib_req_notify_cq(qp->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
+		set_bit(RS_CQ_MISSED, &qp->poll_state);
+	clear_bit_unlock(RS_CQ_OWNED, &qp->poll_state);
+}
+
+/* A thread stops busy-polling @qp: an event left unanswered goes to the work. */
+static void rs_cq_busy_end(struct rs_qp *qp)
+{
+	atomic_dec(&qp->busy_pollers);
+	/* Pairs with rs_cq_event(): it sees no poller, or we see MISSED. */
+	smp_mb__after_atomic();
+	if (!test_bit(RS_CQ_MISSED, &qp->poll_state))
+		return;
+	/* Not once the teardown marked the CQ dead: it cancels the work after. */
+	spin_lock(&qp->poll_lock);
+	if (!test_bit(RS_CQ_DEAD, &qp->poll_state))
+		queue_work(rs_cq_wq, &qp->poll_work);
+	spin_unlock(&qp->poll_lock);
 }
 
 /*
@@ -237,6 +275,8 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete)
 	struct rs_qp *qp = rs_file_poll_qp(rf);
 	bool ready;
 
+	if (qp)
+		atomic_inc(&qp->busy_pollers);
 	for (;;) {
 		if (qp)
 			rs_cq_busy_poll(qp);
@@ -247,8 +287,10 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete)
 		cond_resched();
 		cpu_relax();
 	}
-	if (qp)
+	if (qp) {
+		rs_cq_busy_end(qp);
 		rs_qp_put(qp);
+	}
 	return ready;
 }
 

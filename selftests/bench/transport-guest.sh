@@ -10,7 +10,7 @@
 #              also 1024 ACs from 8 processes, at 64 KiB also 1 AC with
 #              pullup_max 1 MiB (every chunk copied, the zero copy's
 #              baseline); rs-pingpong, at 64 B also with busy_poll_us
-#              200.  rs-stream's server has
+#              1000.  rs-stream's server has
 #              RS_BENCH_SLOTS (default 512) receive slots: the receives
 #              ib_send_bw posts (its default rx depth)
 #   rds        qperf rds_bw, rds_lat (the kernel's RDS over rxe, rds_rdma)
@@ -304,9 +304,9 @@ bench_rdmashare() {
 		fi
 		rs_pingpong "$size"
 		if [ "$size" = 64 ]; then
-			# Both ends' waits poll the CQ for up to 200 us first.
+			# Both ends' waits poll the CQ for up to 1 ms first.
 			old=$(cat "$busy")
-			echo 200 >"$busy"
+			echo 1000 >"$busy"
 			rs_pingpong "$size" rdmashare-1ac-bp
 			echo "$old" >"$busy"
 		fi
