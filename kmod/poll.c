@@ -47,7 +47,8 @@ enum {
 };
 
 static struct workqueue_struct *rs_cq_wq;
-static DEFINE_XARRAY_ALLOC(rs_cq_ids);
+/* Ids from 1: a file's rs_file.poll_qp 0 is none. */
+static DEFINE_XARRAY_ALLOC1(rs_cq_ids);
 static u32 rs_cq_next_id;
 
 static int rs_cq_process(struct rs_qp *qp, int budget)
@@ -157,7 +158,7 @@ int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev)
 		goto out_free;
 	}
 	qp->cq = cq;
-	ret = xa_alloc_cyclic(&rs_cq_ids, &qp->poll_id, qp, xa_limit_31b,
+	ret = xa_alloc_cyclic(&rs_cq_ids, &qp->poll_id, qp, XA_LIMIT(1, INT_MAX),
 			      &rs_cq_next_id, GFP_KERNEL);
 	if (ret < 0)
 		goto out_destroy;
@@ -185,7 +186,7 @@ out_free:
 void rs_cq_destroy(struct rs_qp *qp)
 {
 	xa_erase(&rs_cq_ids, qp->poll_id);
-	qp->poll_id = 0;
+	WRITE_ONCE(qp->poll_id, 0);
 	/* A busy poller queues the work under the lock, before this or never. */
 	spin_lock(&qp->poll_lock);
 	set_bit(RS_CQ_DEAD, &qp->poll_state);
@@ -209,8 +210,10 @@ void rs_cq_destroy(struct rs_qp *qp)
  */
 void rs_file_note_qp(struct rs_file *rf, struct rs_qp *qp)
 {
-	if (READ_ONCE(rf->poll_qp) != qp->poll_id)
-		WRITE_ONCE(rf->poll_qp, qp->poll_id);
+	u32 id = READ_ONCE(qp->poll_id);
+
+	if (READ_ONCE(rf->poll_qp) != id)
+		WRITE_ONCE(rf->poll_qp, id);
 }
 
 /* The QP @rf noted, with a reference, if its CQ is still there. */
@@ -266,14 +269,21 @@ static void rs_cq_busy_end(struct rs_qp *qp)
 
 /*
  * Called from ENTER before it sleeps for @min_complete completions: poll
- * for up to rs_busy_poll_us, giving the CPU up whenever the scheduler asks.
+ * for up to rs_busy_poll_us (and @timeout_ms, if not 0), giving the CPU up
+ * whenever the scheduler asks, and leaving the QP's events to the work
+ * item meanwhile (a poller that does not run must not hold them up).
  * True if what ENTER waits for is there (or a signal is).
  */
-bool rs_busy_poll(struct rs_file *rf, u32 min_complete)
+bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 {
-	u64 end = local_clock() + (u64)READ_ONCE(rs_busy_poll_us) * NSEC_PER_USEC;
+	u64 us = READ_ONCE(rs_busy_poll_us);
 	struct rs_qp *qp = rs_file_poll_qp(rf);
 	bool ready;
+	u64 end;
+
+	if (timeout_ms)
+		us = min_t(u64, us, (u64)timeout_ms * USEC_PER_MSEC);
+	end = local_clock() + us * NSEC_PER_USEC;
 
 	if (qp)
 		atomic_inc(&qp->busy_pollers);
@@ -284,7 +294,13 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete)
 			signal_pending(current);
 		if (ready || local_clock() >= end)
 			break;
-		cond_resched();
+		if (need_resched()) {
+			if (qp)
+				rs_cq_busy_end(qp);
+			cond_resched();
+			if (qp)
+				atomic_inc(&qp->busy_pollers);
+		}
 		cpu_relax();
 	}
 	if (qp) {

@@ -366,7 +366,7 @@ void rs_op_put(struct rs_file *rf, struct rs_send *op);
 int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);
 
 /* poll.c: busy polling before ENTER sleeps */
-bool rs_busy_poll(struct rs_file *rf, u32 min_complete);
+bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms);
 void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res);
 
 /* ac.c: abstract connections */

@@ -259,9 +259,16 @@ int rs_enter(struct rs_file *rf, struct rdmashare_enter *e)
 		return submitted ? 0 : -EINVAL;
 	if (e->timeout_ms)
 		timeout = msecs_to_jiffies(e->timeout_ms);
-	if (READ_ONCE(rs_busy_poll_us) && rs_cq_ready(rf) < e->min_complete &&
-	    rs_busy_poll(rf, e->min_complete) && rs_cq_ready(rf) >= e->min_complete)
-		return 0;
+	if (READ_ONCE(rs_busy_poll_us) && rs_cq_ready(rf) < e->min_complete) {
+		unsigned long start = jiffies;
+
+		if (rs_busy_poll(rf, e->min_complete, e->timeout_ms) &&
+		    rs_cq_ready(rf) >= e->min_complete)
+			return 0;
+		/* The time polled counts against the timeout. */
+		if (e->timeout_ms)
+			timeout = max_t(long, timeout - (long)(jiffies - start), 1);
+	}
 
 	/*
 	 * Woken by every completion posted: one that waits for room may

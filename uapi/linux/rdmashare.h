@@ -155,7 +155,8 @@ struct rdmashare_ring_offsets {
  * @rx_slots: in: receive slots wanted, 0 for the default; out: how many
  * @rx_slot_size: in, with RDMASHARE_SETUP_SLOT_SIZE: bytes per receive slot
  *	wanted, 64 to the module's max_chunk_size, rounded up to a multiple of
- *	64; out: bytes per receive slot (without the flag: max_chunk_size)
+ *	64 (or to max_chunk_size); out: bytes per receive slot (without the
+ *	flag: max_chunk_size)
  * @rx_offset: out: offset of the first receive slot in the data area
  * @map_size: out: length to mmap at RDMASHARE_OFF_DATA: the application's
  *	part, then the receive slots
