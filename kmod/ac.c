@@ -445,16 +445,18 @@ bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	in_backlog = !list_empty(&ac->backlog_node);
 	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&ac->wait);
-	trace_rdmashare_ac_close(ac, error, by_app);
 
 	rs_ac_finish(ac, error ?: -EPIPE);
 	/*
 	 * An application that queued a CLOSE closed the AC itself: that
 	 * CLOSE's completion tells it, not a CLOSED one (which would come
 	 * after the id was freed).  Read after rs_ac_finish() took the QP's
-	 * lock: a CLOSE queued before is seen, none is queued after.
+	 * lock: a CLOSE queued before is seen, none is queued after.  The
+	 * peer's answer to that CLOSE can arrive before its own completion:
+	 * the AC still closed by the application, and the trace says so.
 	 */
 	by_app = by_app || READ_ONCE(ac->close_queued);
+	trace_rdmashare_ac_close(ac, error, by_app);
 	if (in_backlog || !rs_ac_take_cqe(ac))
 		return true;
 	if (old == RS_AC_OPEN && !by_app)
