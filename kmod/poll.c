@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * rdmashare: polling a QP's completion queue, from a work item or from a
- * thread that waits for completions, asleep or busy.
+ * thread that waits for completions (busy polling).
  *
  * Each QP has one CQ for its sends and for the receives it took from the
  * device's SRQ (qp.c).  When the device signals a completion
@@ -9,29 +9,25 @@
  * high-priority workqueue, as ib_core's IB_POLL_WORKQUEUE would run it, and
  * hands every work completion to its ib_cqe's done() in process context.
  *
- * A thread that waits in RDMASHARE_IOC_ENTER for completions polls the CQ of
- * the QP that last delivered to its file (rs_file.poll_qp) itself, in its own
- * context: asleep, woken by the device's event (rs_poll_wait(): one wake-up,
- * where the work and the wake-up it does would be two), and first, with
- * busy_poll_us set, busy for at most that long (rs_busy_poll(): no wake-up at
- * all, net's napi_busy_loop() model).  A sleeping poller may be slow to run:
- * the event that wakes it also arms a delayed work, which polls a tick later
- * if it did not.  Whoever polls owns the CQ (RS_CQ_OWNED), so that completions
- * are handled by one context at a time and in the order the device gave them,
- * as the receive path needs.  A work that finds the CQ owned leaves
- * RS_CQ_MISSED; the owner queues the work again when it lets go.  Every event
- * is followed by a poll and by arming the CQ again: by the work; or, while
- * threads poll the QP (rs_qp.busy_pollers, busy or asleep), by them: the
- * event only leaves RS_CQ_MISSED, a poller arms the CQ in its next round, and
- * the last to stop queues the work if an event is still unanswered, so that
- * the work item does not compete with them for the CPU.
+ * With busy_poll_us set, a thread that waits in RDMASHARE_IOC_ENTER for
+ * completions polls, for at most that long, the CQ of the QP that last
+ * delivered to its file (rs_file.poll_qp), in its own context, before it
+ * sleeps: its completions need neither the work item nor a wake-up (net's
+ * napi_busy_loop() model).  Whoever polls owns the CQ (RS_CQ_OWNED), so
+ * that completions are handled by one context at a time and in the order
+ * the device gave them, as the receive path needs.  A work that finds the
+ * CQ owned leaves RS_CQ_MISSED; the owner queues the work again when it
+ * lets go.  Every event is followed by a poll and by arming the CQ again:
+ * by the work; or, while threads busy-poll the QP (rs_qp.busy_pollers),
+ * by them: the event only leaves RS_CQ_MISSED, a poller arms the CQ in its
+ * next round, and the last to stop queues the work if an event is still
+ * unanswered, so that the work item does not compete with them for the CPU.
  *
  * A busy poller finds its QP by id (rs_cq_ids), under RCU: QP memory is
  * freed after a grace period (qp.c), and the CQ is destroyed only by the
  * teardown, which sets RS_CQ_DEAD (under rs_qp.poll_lock, which a busy
  * poller holds to queue the work) and then takes RS_CQ_OWNED for good.
  */
-#include <linux/bottom_half.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
@@ -108,8 +104,9 @@ static void rs_cq_unclaim(struct rs_qp *qp)
 		queue_work(rs_cq_wq, &qp->poll_work);
 }
 
-static void rs_cq_poll(struct rs_qp *qp)
+static void rs_cq_work(struct work_struct *work)
 {
+	struct rs_qp *qp = container_of(work, struct rs_qp, poll_work);
 	int done;
 
 	if (!rs_cq_claim(qp, true))
@@ -123,16 +120,6 @@ static void rs_cq_poll(struct rs_qp *qp)
 	rs_cq_unclaim(qp);
 }
 
-static void rs_cq_work(struct work_struct *work)
-{
-	rs_cq_poll(container_of(work, struct rs_qp, poll_work));
-}
-
-static void rs_cq_backstop(struct work_struct *work)
-{
-	rs_cq_poll(container_of(to_delayed_work(work), struct rs_qp, poll_backstop));
-}
-
 /* The device's completion event, in whatever context it raises it. */
 static void rs_cq_event(struct ib_cq *cq, void *ctx)
 {
@@ -140,20 +127,10 @@ static void rs_cq_event(struct ib_cq *cq, void *ctx)
 
 	if (atomic_read(&qp->busy_pollers)) {
 		set_bit(RS_CQ_MISSED, &qp->poll_state);
-		/* Pairs with a poller's end: it sees MISSED, or we see it gone. */
+		/* Pairs with rs_busy_poll()'s end: it sees MISSED, or we see it gone. */
 		smp_mb__after_atomic();
-		if (atomic_read(&qp->busy_pollers)) {
-			/*
-			 * A sleeping poller runs when the scheduler lets it:
-			 * should that be late, the backstop polls for it, so
-			 * that other files on the QP wait a tick at most.
-			 */
-			if (wq_has_sleeper(&qp->poll_wq)) {
-				wake_up(&qp->poll_wq);
-				queue_delayed_work(rs_cq_wq, &qp->poll_backstop, 1);
-			}
+		if (atomic_read(&qp->busy_pollers))
 			return;
-		}
 	}
 	queue_work(rs_cq_wq, &qp->poll_work);
 }
@@ -175,8 +152,6 @@ int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev)
 	atomic_set(&qp->busy_pollers, 0);
 	spin_lock_init(&qp->poll_lock);
 	INIT_WORK(&qp->poll_work, rs_cq_work);
-	init_waitqueue_head(&qp->poll_wq);
-	INIT_DELAYED_WORK(&qp->poll_backstop, rs_cq_backstop);
 	cq = ib_create_cq(ibdev, rs_cq_event, NULL, qp, &attr);
 	if (IS_ERR(cq)) {
 		ret = PTR_ERR(cq);
@@ -225,7 +200,6 @@ void rs_cq_destroy(struct rs_qp *qp)
 	qp->cq = NULL;
 	/* No event now: a work queued before finds the CQ dead. */
 	cancel_work_sync(&qp->poll_work);
-	cancel_delayed_work_sync(&qp->poll_backstop);
 	kfree(qp->wcs);
 	qp->wcs = NULL;
 }
@@ -263,20 +237,19 @@ static struct rs_qp *rs_file_poll_qp(struct rs_file *rf)
  * An event that came meanwhile left the CQ unarmed: arm it, as the work
  * would have; completions that are there already are the next round's.
  */
-static bool rs_cq_busy_poll(struct rs_qp *qp, enum rs_stat stat)
+static void rs_cq_busy_poll(struct rs_qp *qp)
 {
 	int done;
 
 	if (!rs_cq_claim(qp, false))
-		return false;
+		return;
 	done = rs_cq_process(qp, RS_CQ_BATCH);
 	if (done)
-		rs_qp_stat(qp, stat, done);
+		rs_qp_stat(qp, RS_STAT_BUSY_POLLED, done);
 	if (test_and_clear_bit(RS_CQ_MISSED, &qp->poll_state) &&
 	    ib_req_notify_cq(qp->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		set_bit(RS_CQ_MISSED, &qp->poll_state);
 	clear_bit_unlock(RS_CQ_OWNED, &qp->poll_state);
-	return true;
 }
 
 /* A thread stops busy-polling @qp: an event left unanswered goes to the work. */
@@ -316,14 +289,7 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 		atomic_inc(&qp->busy_pollers);
 	for (;;) {
 		if (qp)
-			rs_cq_busy_poll(qp, RS_STAT_BUSY_POLLED);
-		/*
-		 * What the device raised meanwhile (rxe on 6.1 delivers in
-		 * tasklets) runs now, not in a ksoftirqd that this loop keeps
-		 * off the CPU: napi_busy_loop() does the same.
-		 */
-		local_bh_disable();
-		local_bh_enable();
+			rs_cq_busy_poll(qp);
 		ready = rs_cq_ready(rf) >= min_complete || rs_cq_over_fits(rf) ||
 			signal_pending(current);
 		if (ready || local_clock() >= end)
@@ -342,67 +308,6 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 		rs_qp_put(qp);
 	}
 	return ready;
-}
-
-/* What ENTER waits for is there, or a completion that waited for room fits. */
-static bool rs_poll_done(struct rs_file *rf, u32 min_complete)
-{
-	return rs_cq_ready(rf) >= min_complete || rs_cq_over_fits(rf);
-}
-
-/*
- * Called from ENTER to sleep until @rf has @min_complete completions, or a
- * completion waiting for room fits, for @timeout jiffies at most; returns
- * as wait_event_interruptible_timeout() does.  Asleep, the thread polls
- * the QP @rf noted itself when the device raises an event on it, rather
- * than being woken by the work after it polled: one wake-up, not two.
- */
-long rs_poll_wait(struct rs_file *rf, u32 min_complete, long timeout)
-{
-	struct rs_qp *qp = rs_file_poll_qp(rf);
-	DEFINE_WAIT(fwait);
-	DEFINE_WAIT(qwait);
-	bool owned = false;
-
-	if (qp)
-		atomic_inc(&qp->busy_pollers);
-	for (;;) {
-		prepare_to_wait(&rf->cq_wait, &fwait, TASK_INTERRUPTIBLE);
-		/* One sleeper answers an event: the others sleep on. */
-		if (qp)
-			prepare_to_wait_exclusive(&qp->poll_wq, &qwait, TASK_INTERRUPTIBLE);
-		if (rs_poll_done(rf, min_complete)) {
-			timeout = timeout ?: 1;
-			break;
-		}
-		/*
-		 * An event to answer.  If another context polls the CQ, it
-		 * answers it (rs_cq_claim()): sleep meanwhile, queued again
-		 * on both waitqueues (a wake-up may have taken us off).
-		 */
-		if (qp && !owned && test_bit(RS_CQ_MISSED, &qp->poll_state)) {
-			/* The done() handlers may sleep. */
-			__set_current_state(TASK_RUNNING);
-			owned = !rs_cq_busy_poll(qp, RS_STAT_WAKE_POLLED);
-			cond_resched();
-			continue;
-		}
-		if (signal_pending(current)) {
-			timeout = -ERESTARTSYS;
-			break;
-		}
-		if (!timeout)
-			break;
-		timeout = schedule_timeout(timeout);
-		owned = false;
-	}
-	finish_wait(&rf->cq_wait, &fwait);
-	if (qp) {
-		finish_wait(&qp->poll_wq, &qwait);
-		rs_cq_busy_end(qp);
-		rs_qp_put(qp);
-	}
-	return timeout;
 }
 
 int rs_poll_init(void)

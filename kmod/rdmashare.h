@@ -128,7 +128,7 @@ struct rs_rings {
  * @cq_dead: the file is released: such completions are dropped
  * @cq_wait: woken when a completion is posted
  * @poll_qp: the QP (its rs_qp.poll_id) that posted a completion here last:
- *	the one a thread that waits in ENTER polls (poll.c)
+ *	the one a thread that waits in ENTER busy-polls (poll.c)
  * @rings_area: the pages of @rings, charged to the memory cgroup of SETUP's
  *	caller
  * @data_area: the pages of @data, likewise
@@ -367,7 +367,6 @@ int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);
 
 /* poll.c: busy polling before ENTER sleeps */
 bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms);
-long rs_poll_wait(struct rs_file *rf, u32 min_complete, long timeout);
 void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res);
 
 /* ac.c: abstract connections */

@@ -177,12 +177,10 @@ enum rs_qp_state {
  * @cq_size: entries of @cq
  * @poll_id: @cq's id in poll.c's table, by which a busy poller finds it
  * @poll_state: RS_CQ_* bits (poll.c): who polls @cq
- * @busy_pollers: threads in ENTER polling @cq now, busy or asleep
+ * @busy_pollers: threads in ENTER busy-polling @cq now
  * @poll_lock: orders a busy poller's queueing of @poll_work before the
  *	teardown's cancelling it
  * @poll_work: polls @cq after the device's completion event
- * @poll_wq: threads asleep in ENTER that poll @cq when an event comes
- * @poll_backstop: polls @cq if they do not, a tick after the event
  * @wcs: the work completions a poll fetches
  * @send_depth: SENDs in flight at most (the send queue, less the drain WR)
  * @max_send_sge: SGEs a SEND may take (RS_TX_MAX_SGE at most)
@@ -249,8 +247,6 @@ struct rs_qp {
 	atomic_t busy_pollers;
 	spinlock_t poll_lock;		/* see above */
 	struct work_struct poll_work;
-	wait_queue_head_t poll_wq;
-	struct delayed_work poll_backstop;
 	struct ib_wc *wcs;
 	u32 send_depth;
 	u32 max_send_sge;
