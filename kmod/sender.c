@@ -603,6 +603,29 @@ static size_t rs_tx_room(struct rs_qp *qp)
 }
 
 /*
+ * @w continues @tx's last WRITE on both sides (the next chunk of a message
+ * into the next slot): that WRITE takes it, if its pages fit the SGEs.  One
+ * work request where there were two, and one ACK from rxe, which asks for
+ * one at the end of every request.
+ */
+static bool rs_tx_write_join(const struct rs_qp *qp, struct rs_tx *tx,
+			     const struct rs_tx_write *w)
+{
+	struct rs_tx_write *last;
+
+	if (!tx->nr_writes)
+		return false;
+	last = &tx->writes[tx->nr_writes - 1];
+	if (last->map != w->map || last->rkey != w->rkey ||
+	    last->off + last->len != w->off || last->raddr + last->len != w->raddr ||
+	    DIV_ROUND_UP(offset_in_page(last->off) + last->len + w->len, PAGE_SIZE) >
+	    qp->max_send_sge)
+		return false;
+	last->len += w->len;
+	return true;
+}
+
+/*
  * Append @p's record to @tx (rs_plan() made sure it fits): the header, a
  * DATA payload copied from the data area (unless it goes in place: then
  * @tx is empty, and the payload is for rs_post()), the padding.  The
@@ -626,7 +649,8 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 		rs_proto_put_slots(dst + RS_HDR_LEN + slots, p->slots, rs_plan_granted(&p->m));
 	if (rs_proto_placed(&p->m)) {
 		/* Its record is all of it the SEND carries. */
-		tx->writes[tx->nr_writes++] = p->write;
+		if (!rs_tx_write_join(qp, tx, &p->write))
+			tx->writes[tx->nr_writes++] = p->write;
 		tx->placed_bytes += p->write.len;
 		memset(dst + len, 0, rec - len);
 	} else if (p->zc_map) {
@@ -756,6 +780,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
 		rs_qp_stat(qp, RS_STAT_TX_WIRE_BYTES, tx->len);
 		rs_qp_stat(qp, RS_STAT_TX_PLACED, tx->placed_bytes);
+		rs_qp_stat(qp, RS_STAT_TX_WRITES, tx->nr_writes);
 		if (!--budget)
 			return true;
 	}

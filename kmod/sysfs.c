@@ -108,6 +108,7 @@ RS_STAT_ATTR(rx_copied, RS_STAT_RX_COPIED);
 RS_STAT_ATTR(sq_polled, RS_STAT_SQ_POLLED);
 RS_STAT_ATTR(tx_placed, RS_STAT_TX_PLACED);
 RS_STAT_ATTR(busy_polled, RS_STAT_BUSY_POLLED);
+RS_STAT_ATTR(tx_writes, RS_STAT_TX_WRITES);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -134,6 +135,7 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_sq_polled.attr,
 	&rs_stat_tx_placed.attr,
 	&rs_stat_busy_polled.attr,
+	&rs_stat_tx_writes.attr,
 	NULL,
 };
 
