@@ -45,11 +45,12 @@ scale=${RS_BENCH_SCALE:-1}
 repeat=${RS_BENCH_REPEAT:-3}
 qtime=${RS_BENCH_TIME:-3}
 rs_slots=${RS_BENCH_SLOTS:-512}
-# The 1024-AC row: as many slots as a file may have (max_rx_slots), of a
-# size that makes them the same memory as the other rows' (4096 x 2 KiB =
-# 512 x 16 KiB): RDMASHARE_SETUP_SLOT_SIZE.
-rs_many_slots=${RS_BENCH_MANY_SLOTS:-4096}
-rs_many_slot_size=${RS_BENCH_MANY_SLOT_SIZE:-2048}
+# The 64 B rows: slots sized for small messages (RDMASHARE_SETUP_SLOT_SIZE),
+# as many as a file may have (max_rx_slots), the same memory as the other
+# rows' (4096 x 2 KiB = 512 x 16 KiB): a 64 B message takes a whole slot,
+# so 16 KiB slots would leave eight ACs 64 messages in flight each.
+rs_small_slots=${RS_BENCH_SMALL_SLOTS:-4096}
+rs_small_slot_size=${RS_BENCH_SMALL_SLOT_SIZE:-2048}
 sizes=(64 4096 65536)
 res=$work/transport.tsv
 logroot=$work/transport-logs
@@ -291,11 +292,14 @@ rs_pingpong() {
 bench_rdmashare() {
 	local size pullup=/sys/class/misc/rdmashare/pullup_max old
 	local busy=/sys/class/misc/rdmashare/busy_poll_us
+	local slots
 	for size in "${sizes[@]}"; do
-		rs_stream rdmashare-1ac 1 1 "$size"
-		rs_stream rdmashare-8ac 8 4 "$size"
+		slots=("$rs_slots" 0)
+		[ "$size" != 64 ] || slots=("$rs_small_slots" "$rs_small_slot_size")
+		rs_stream rdmashare-1ac 1 1 "$size" "${slots[@]}"
+		rs_stream rdmashare-8ac 8 4 "$size" "${slots[@]}"
 		[ "$size" != 64 ] ||
-			rs_stream rdmashare-1024ac 1024 8 "$size" "$rs_many_slots" "$rs_many_slot_size"
+			rs_stream rdmashare-1024ac 1024 8 "$size" "${slots[@]}"
 		if [ "$size" = 65536 ]; then
 			old=$(cat "$pullup")
 			echo 1048576 >"$pullup"

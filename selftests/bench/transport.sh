@@ -14,8 +14,8 @@
 # Environment: RS_BENCH_KERNEL (6.12, the default, or 6.1: the guest's
 # stock kernel), RS_BENCH_MODULE (default kmod/rdmashare.ko, built for
 # that kernel), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
-# RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SLOTS, RS_BENCH_MANY_SLOTS and
-# RS_BENCH_MANY_SLOT_SIZE (see transport-guest.sh).
+# RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SLOTS, RS_BENCH_SMALL_SLOTS and
+# RS_BENCH_SMALL_SLOT_SIZE (see transport-guest.sh).
 
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
@@ -45,7 +45,7 @@ done
 
 env=
 for v in RS_BENCH_REPEAT RS_BENCH_SCALE RS_BENCH_TIME RS_BENCH_PARTS RS_BENCH_SLOTS \
-	RS_BENCH_MANY_SLOTS RS_BENCH_MANY_SLOT_SIZE; do
+	RS_BENCH_SMALL_SLOTS RS_BENCH_SMALL_SLOT_SIZE; do
 	[ -z "${!v:-}" ] || env+="$v='${!v}' "
 done
 
