@@ -717,8 +717,8 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 	enum rs_plan_res res;
 	struct rs_tx_plan plan;
 	bool posted = true;
+	u32 join_max, writes;
 	struct rs_tx *tx;
-	u32 join_max;
 	int ret;
 
 	for (;;) {
@@ -774,13 +774,15 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 		qp->tx_inflight_bytes += tx->len + tx->placed_bytes;
 		spin_unlock_irq(&qp->lock);
 
+		/* Its completion may release it before rs_post() returns. */
+		writes = tx->nr_writes;
 		ret = rs_post(qp, tx);
 		if (ret)
 			goto fail;
 		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
 		rs_qp_stat(qp, RS_STAT_TX_WIRE_BYTES, tx->len);
 		rs_qp_stat(qp, RS_STAT_TX_PLACED, tx->placed_bytes);
-		rs_qp_stat(qp, RS_STAT_TX_WRITES, tx->nr_writes);
+		rs_qp_stat(qp, RS_STAT_TX_WRITES, writes);
 		if (!--budget)
 			return true;
 	}
