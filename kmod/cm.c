@@ -13,7 +13,8 @@
  * The active side gets CONNECT_RESPONSE, not ESTABLISHED (rdmashare moves
  * its QPs through INIT, RTR and RTS itself, qp.c), and answers it with
  * rdma_accept().  rdma_cm handlers never destroy their own cm_id once a QP
- * owns it: the QP's down work does, in process context.
+ * owns it: the QP's down work does, in process context; the one exception
+ * is a device removal under a QP still connecting (rs_cm_device_removal()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -175,6 +176,36 @@ reject:
 	return 1;
 }
 
+/*
+ * The device goes under a QP.  One still connecting (no verbs QP yet: only
+ * handlers create it) gives its id to rdma_cm, which destroys it when this
+ * returns non-zero: were the down work to destroy it, it could do so while
+ * rdma_cm, after this handler, still cancels the route query the id was in
+ * (cma_send_device_removal_put() then reads the device that _destroy_id()
+ * has just cleared).  The QP is not down yet, so its down work is not
+ * queued and has not read @cm_id: it will find none.  A QP with a verbs QP
+ * keeps its id (its event handler may use it) for the down work, which
+ * rdma_cm does not race with: such an id is past route resolution, and
+ * nothing is cancelled.  So does a QP already down for another reason,
+ * whose down work may hold the id now.
+ */
+static int rs_cm_device_removal(struct rs_qp *qp, struct rdma_cm_id *id)
+{
+	bool give = false;
+
+	spin_lock_irq(&qp->lock);
+	if (!qp->qp && qp->cm_id == id && qp->state != RS_QP_DOWN) {
+		qp->cm_id = NULL;
+		give = true;
+	}
+	spin_unlock_irq(&qp->lock);
+	rs_qp_down(qp, -ECONNRESET);
+	if (!give)
+		return 0;
+	id->context = NULL;
+	return 1;
+}
+
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rs_qp *qp = id->context;
@@ -246,9 +277,10 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_REJECTED:
 		rs_qp_down(qp, -ECONNREFUSED);
 		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return rs_cm_device_removal(qp, id);
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 		rs_qp_down(qp, -ECONNRESET);
 		break;

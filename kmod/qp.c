@@ -20,7 +20,8 @@
  * rs_qp_quarantine_end()) and the cm_id, free the CQ and the TX buffers.
  * What is left is memory that ACs may still point to, freed with the last
  * reference.  rdma_cm handlers never destroy their own cm_id once
- * a QP owns it: the down work does, in process context.
+ * a QP owns it: the down work does, in process context (but see
+ * rs_cm_device_removal()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 

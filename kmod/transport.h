@@ -169,7 +169,8 @@ enum rs_qp_state {
  * @ref: references: the peer's list, each pinned AC, each posted TX
  * @peer: the peer (reference held)
  * @rdev: the device, once known
- * @cm_id: the rdma_cm id; destroyed by the teardown work
+ * @cm_id: the rdma_cm id; destroyed by the teardown work, or by rdma_cm
+ *	when the device goes while the QP connects (cleared then)
  * @qp: the QP, once created
  * @qp_num: its number, kept after it is destroyed
  * @cq: completions of its sends and of the receives it took from the SRQ
