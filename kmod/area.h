@@ -21,7 +21,13 @@ struct rs_area {
 	void *vaddr;
 };
 
-int rs_area_alloc(struct rs_area *a, size_t size);
+/* Runs of contiguous pages (area.c): 2 MiB at most, 256 of them wanted. */
+#define RS_AREA_MAX_ORDER	9
+#define RS_AREA_MAX_RUNS	256
+
+int rs_area_alloc(struct rs_area *a, size_t size, size_t split, unsigned int order);
+unsigned int rs_area_order(size_t len);
+unsigned int rs_run_order(const u64 *addr, unsigned long n, unsigned int order);
 void rs_area_free(struct rs_area *a);
 int rs_area_mmap(struct rs_area *a, struct vm_area_struct *vma, unsigned long pgoff);
 

@@ -9,9 +9,9 @@
  * the data area itself (sender.c), and the mapping lasts as long as the
  * file (rtrs's client and nvme-rdma post such pages as SGEs with the PD's
  * local DMA lkey; no memory region is needed for the device to read them).
- * A SEND names each page of its payload in an SGE of its own: the pages are
- * not contiguous, neither in the kernel's address space as the device sees
- * it (rxe reads page_address()) nor behind an IOMMU.
+ * A SEND names its payload in an SGE per run of pages that the device sees
+ * contiguous (rxe reads page_address(); without an IOMMU that is the runs
+ * area.c allocates), a page each at worst.
  *
  * Version 4 also lets peers write chunks into the file's receive slots
  * (RDMA WRITE, the zero copy of the receiving side): a memory region over
@@ -42,6 +42,7 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 
+#include "area.h"
 #include "transport.h"
 
 /* Every mapping's place on its file's and its device's list. */
@@ -57,36 +58,48 @@ static void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n)
 
 /*
  * The memory region over @rf's receive slots: their pages go into its page
- * list now, its registration rides with a SEND (rs_rx_mr_claim()).  None
- * if the device has no fast registration or takes fewer pages in a region
- * than the slots span: chunks are then copied.
+ * list now, its registration rides with a SEND (rs_rx_mr_claim()).  The
+ * list takes one entry per run of pages contiguous on the device (area.c),
+ * the largest runs the mapping is made of that the device takes as its
+ * page size.  None if the device has no fast registration or takes fewer
+ * entries than the slots need: chunks are then copied.
  */
 static void rs_rx_mr_create(struct rs_dma_map *map, struct rs_file *rf)
 {
 	struct ib_device *ibdev = map->rdev->ibdev;
-	unsigned long first = rf->rx_offset >> PAGE_SHIFT, i;
+	unsigned long first = rf->rx_offset >> PAGE_SHIFT, pages, i;
 	struct scatterlist *sgl, *sg;
+	unsigned int order;
 	struct ib_mr *mr;
-	u32 n;
+	u64 len;
+	u32 n, run;
 
 	map->rx_off = rf->rx_offset;
 	map->rx_len = rf->rx_slots * rf->rx_slot_size;
-	n = DIV_ROUND_UP(map->rx_len, PAGE_SIZE);
+	pages = DIV_ROUND_UP(map->rx_len, PAGE_SIZE);
 	if (!(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) ||
-	    n > ibdev->attrs.max_fast_reg_page_list_len || first + n > map->nr_pages)
+	    first + pages > map->nr_pages)
+		return;
+	order = rs_run_order(map->dma + first, pages, RS_AREA_MAX_ORDER);
+	while (order && !(ibdev->attrs.page_size_cap & (PAGE_SIZE << order)))
+		order--;
+	run = PAGE_SIZE << order;
+	len = (u64)pages << PAGE_SHIFT;
+	n = DIV_ROUND_UP_ULL(len, run);
+	if (n > ibdev->attrs.max_fast_reg_page_list_len)
 		return;
 	sgl = kvmalloc_array(n, sizeof(*sgl), GFP_KERNEL);
 	if (!sgl)
 		return;
 	sg_init_table(sgl, n);
 	for_each_sg(sgl, sg, n, i) {
-		sg_dma_address(sg) = map->dma[first + i];
-		sg_dma_len(sg) = PAGE_SIZE;
+		sg_dma_address(sg) = map->dma[first + (i << order)];
+		sg_dma_len(sg) = min_t(u64, run, len - (u64)i * run);
 	}
 	mr = ib_alloc_mr(map->rdev->pd, IB_MR_TYPE_MEM_REG, n);
 	if (IS_ERR(mr))
 		goto out_free;
-	if (ib_map_mr_sg_zbva(mr, sgl, n, NULL, PAGE_SIZE) != n) {
+	if (ib_map_mr_sg_zbva(mr, sgl, n, NULL, run) != n) {
 		ib_dereg_mr(mr);
 		goto out_free;
 	}
@@ -209,12 +222,31 @@ void rs_dma_maps_device_gone(struct rs_device *rdev)
 }
 
 /**
+ * rs_dma_map_nr_sges() - SGEs for bytes of a mapped data area
+ * @map: the mapping
+ * @off: offset in the data area
+ * @len: bytes, within the area, at least one
+ *
+ * Return: how many SGEs rs_dma_map_sges() takes for them: one per run of
+ * pages contiguous on the device (area.c).
+ */
+u32 rs_dma_map_nr_sges(const struct rs_dma_map *map, u64 off, u32 len)
+{
+	unsigned long idx = off >> PAGE_SHIFT, end = (off + len - 1) >> PAGE_SHIFT;
+	u32 n = 1;
+
+	for (; idx < end; idx++)
+		n += map->dma[idx + 1] != map->dma[idx] + PAGE_SIZE;
+	return n;
+}
+
+/**
  * rs_dma_map_sges() - SGEs for bytes of a mapped data area
  * @map: the mapping
  * @lkey: the device's local DMA lkey
  * @off: offset in the data area
  * @len: bytes, within the area
- * @sge: filled with one SGE per page touched
+ * @sge: filled with one SGE per run of pages contiguous on the device
  * @max: entries of @sge
  *
  * The pages are handed to the device: the CPU (the application) wrote them.
@@ -227,19 +259,25 @@ u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 	struct ib_device *ibdev = map->rdev->ibdev;
 	u32 n = 0, part, in_page;
 	unsigned long idx;
+	u64 addr;
 
-	if (DIV_ROUND_UP(offset_in_page(off) + len, PAGE_SIZE) > max)
-		return 0;
 	while (len) {
 		idx = off >> PAGE_SHIFT;
 		in_page = offset_in_page(off);
 		part = min_t(u32, len, PAGE_SIZE - in_page);
 		ib_dma_sync_single_for_device(ibdev, map->dma[idx], PAGE_SIZE,
 					      DMA_BIDIRECTIONAL);
-		sge[n].addr = map->dma[idx] + in_page;
-		sge[n].length = part;
-		sge[n].lkey = lkey;
-		n++;
+		addr = map->dma[idx] + in_page;
+		if (n && sge[n - 1].addr + sge[n - 1].length == addr) {
+			sge[n - 1].length += part;
+		} else {
+			if (n == max)
+				return 0;
+			sge[n].addr = addr;
+			sge[n].length = part;
+			sge[n].lkey = lkey;
+			n++;
+		}
 		off += part;
 		len -= part;
 	}

@@ -180,11 +180,12 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	if (ret)
 		goto out_free;
 
-	ret = rs_area_alloc(&rf->rings_area, rings_size);
+	ret = rs_area_alloc(&rf->rings_area, rings_size, 0, 0);
 	if (ret)
 		goto out_free;
 	rf->rings = rf->rings_area.vaddr;
-	ret = rs_area_alloc(&rf->data_area, map_size);
+	ret = rs_area_alloc(&rf->data_area, map_size, data_size,
+			    rs_area_order(map_size - data_size));
 	if (ret)
 		goto out_free;
 	rf->data = rf->data_area.vaddr;

@@ -267,7 +267,7 @@ enum rs_plan_res {
  * Called with qp->lock held: does a chunk of @len bytes at @off of @ac's
  * data area go in place (zero copy)?  If it is larger than pullup_max, the
  * area is mapped for the QP's device, and the SEND can take its SGEs: the
- * header, one per page of payload, the padding.
+ * header, one per run of contiguous pages of payload, the padding.
  */
 static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
 {
@@ -275,7 +275,7 @@ static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
 
 	if (!ac->map || len <= READ_ONCE(rs_pullup_max))
 		return false;
-	sges = 1 + DIV_ROUND_UP(offset_in_page(off) + len, PAGE_SIZE);
+	sges = 1 + rs_dma_map_nr_sges(ac->map, off, len);
 	if (rs_proto_rec_len(qp->version, len) > RS_HDR_LEN + len)
 		sges++;
 	return sges <= qp->max_send_sge;
@@ -285,7 +285,7 @@ static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
  * Called with qp->lock held: is a chunk of @len bytes at @off of @ac's data
  * area placed (version 4, zero copy on both sides)?  If it is larger than
  * pullup_max, the peer named its slots' rkey, the area is mapped, a WRITE
- * can take its pages and @tx has room for one more.
+ * can take its runs of pages and @tx has room for one more.
  */
 static bool rs_tx_placed(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *tx,
 			 u64 off, u32 len)
@@ -293,7 +293,7 @@ static bool rs_tx_placed(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx 
 	if (!ac->peer_rkey || !ac->map || tx->nr_writes == RS_TX_MAX_WRITES ||
 	    len <= READ_ONCE(rs_pullup_max))
 		return false;
-	return DIV_ROUND_UP(offset_in_page(off) + len, PAGE_SIZE) <= qp->max_send_sge;
+	return rs_dma_map_nr_sges(ac->map, off, len) <= qp->max_send_sge;
 }
 
 /*
@@ -618,8 +618,7 @@ static bool rs_tx_write_join(const struct rs_qp *qp, struct rs_tx *tx,
 	last = &tx->writes[tx->nr_writes - 1];
 	if (last->map != w->map || last->rkey != w->rkey ||
 	    last->off + last->len != w->off || last->raddr + last->len != w->raddr ||
-	    DIV_ROUND_UP(offset_in_page(last->off) + last->len + w->len, PAGE_SIZE) >
-	    qp->max_send_sge)
+	    rs_dma_map_nr_sges(last->map, last->off, last->len + w->len) > qp->max_send_sge)
 		return false;
 	last->len += w->len;
 	return true;

@@ -642,6 +642,7 @@ void rs_poll_exit(void);
 struct rs_dma_map *rs_dma_map_get(struct rs_file *rf, struct rs_device *rdev);
 void rs_dma_maps_free(struct rs_file *rf);
 void rs_dma_maps_device_gone(struct rs_device *rdev);
+u32 rs_dma_map_nr_sges(const struct rs_dma_map *map, u64 off, u32 len);
 u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		    struct ib_sge *sge, u32 max);
 void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len);
