@@ -51,6 +51,7 @@
 #include <linux/memcontrol.h>
 #include <linux/slab.h>
 #include <linux/sched/mm.h>
+#include <linux/sort.h>
 
 #include "trace.h"
 #include "transport.h"
@@ -547,21 +548,36 @@ u32 rs_ac_take_credits(struct rs_ac *ac)
 	return n;
 }
 
+static int rs_slot_cmp(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /*
  * Version 4: the sender takes up to @max credits to grant with a CREDIT,
  * CONNECT or ACCEPT record, their slots' indices into @slots; what is left
  * goes in another CREDIT, once the peer's id for the AC is known (a
  * CONNECT's leftovers wait for the ACCEPT).  The number taken.
+ *
+ * Named in ascending order (the peer uses them in the order named): the
+ * chunks of a message the peer sends into them are then consecutive on
+ * both sides where the slots are, and their WRITEs join (sender.c).
+ * Without the sort, a window that grew by a fresh slot per slot released
+ * interleaves two runs for good: a chunk per WRITE.
  */
 u32 rs_ac_take_grant(struct rs_ac *ac, u32 *slots, u32 max)
 {
 	u32 i, n = min3(ac->credits_out, ac->rx_unsent.n, max);
 
 	lockdep_assert_held(&ac->qp->lock);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		slots[i] = rs_fifo_pop(ac->rf, &ac->rx_unsent);
+	if (n > 1)
+		sort(slots, n, sizeof(*slots), rs_slot_cmp, NULL);
+	for (i = 0; i < n; i++)
 		rs_fifo_push(ac->rf, &ac->rx_sent, slots[i]);
-	}
 	ac->credits_out -= n;
 	if (ac->credits_out && ac->remote_id)
 		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
