@@ -716,6 +716,7 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/pullup_max", "1048577"));
 	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/pullup_max", "-1"));
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "4096"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "4096"));
 	/*
 	 * A server with 512 slots of a chunk (16 KiB): 8 MiB, more pages
 	 * than rxe's memory regions take (512), which only runs of
@@ -752,16 +753,33 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 		writes[i] = d1.tx_writes - d0.tx_writes;
 	}
 	EXPECT_EQ(0, copied_of(msgs[0].len, chunk, 4096));
-	/*
-	 * The first message's chunks go, one SEND for their records, into
-	 * the AC's first slots, one after the other: their WRITEs join (one
-	 * or two, not one per chunk).
-	 */
-	TH_LOG("RDMA WRITEs for the 64 KiB message: %ld (%ld chunks)", writes[0],
-	       65536 / chunk);
-	EXPECT_LE(1, writes[0]);
-	EXPECT_GE(2, writes[0]);
+	/* Placed chunks over coalesce_max (4096) go alone: a WRITE each. */
+	EXPECT_EQ(65536 / chunk, writes[0]);
 	EXPECT_LT(bytes, 65536 + 40001 + 20000 + 3000);
+
+	/*
+	 * With coalesce_max 64 KiB the first message's chunks go, one SEND
+	 * for their records, into the AC's next slots, one after the other
+	 * (granted in ascending order): their WRITEs join (one or two, not
+	 * one per chunk).
+	 */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "65536"));
+	ASSERT_EQ(0, read_counters(dev, &d0));
+	fill_at(data + msgs[0].off, msgs[0].len, 5);
+	ASSERT_EQ(0, send_at(self->c, cac, msgs[0].off, msgs[0].len, 5));
+	ASSERT_EQ((ssize_t)msgs[0].len, rdmashare_recv(self->s, sac, in, 65536, 10000));
+	fill_at(out, msgs[0].len, 5);
+	ASSERT_EQ(0, memcmp(in, out, msgs[0].len));
+	/* The library gathers RELEASEs: the slots go back now, for the echo. */
+	ASSERT_LE(0, rdmashare_submit(self->s));
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "4096"));
+	TH_LOG("coalesce_max 65536: RDMA WRITEs for the 64 KiB message: %ld (%ld chunks)",
+	       d1.tx_writes - d0.tx_writes, 65536 / chunk);
+	EXPECT_EQ(0, d1.tx_copied - d0.tx_copied);
+	EXPECT_EQ(0, d1.rx_copied - d0.rx_copied);
+	EXPECT_LE(1, d1.tx_writes - d0.tx_writes);
+	EXPECT_GE(2, d1.tx_writes - d0.tx_writes);
 
 	/* An echo straight from the receive slots (raw CQ on the server). */
 	fill_at(data + msgs[1].off, msgs[1].len, 9);
