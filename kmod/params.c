@@ -37,9 +37,9 @@ unsigned int rs_rx_slots_default = 64;
 module_param_named(rx_slots, rs_rx_slots_default, uint, 0444);
 MODULE_PARM_DESC(rx_slots, "Receive slots of a file that asks for the default (64)");
 
-unsigned int rs_rx_slots_max = 4096;
+unsigned int rs_rx_slots_max = RS_RING_ENTRIES_MAX / 2;
 module_param_named(max_rx_slots, rs_rx_slots_max, uint, 0444);
-MODULE_PARM_DESC(max_rx_slots, "Most receive slots a file may ask for (4096)");
+MODULE_PARM_DESC(max_rx_slots, "Most receive slots a file may ask for (32768)");
 
 int rs_params_check(void)
 {

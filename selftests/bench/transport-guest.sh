@@ -47,10 +47,11 @@ qtime=${RS_BENCH_TIME:-3}
 rs_slots=${RS_BENCH_SLOTS:-512}
 # The 64 B rows: slots sized for small messages (RDMASHARE_SETUP_SLOT_SIZE),
 # as many as a file may have (max_rx_slots), the same memory as the other
-# rows' (4096 x 2 KiB = 512 x 16 KiB): a 64 B message takes a whole slot,
-# so 16 KiB slots would leave eight ACs 64 messages in flight each.
-rs_small_slots=${RS_BENCH_SMALL_SLOTS:-4096}
-rs_small_slot_size=${RS_BENCH_SMALL_SLOT_SIZE:-2048}
+# rows' (32768 x 256 B = 512 x 16 KiB): a 64 B message takes a whole slot,
+# so 16 KiB slots would leave eight ACs 64 messages in flight each, and
+# 1024 ACs would share 512.
+rs_small_slots=${RS_BENCH_SMALL_SLOTS:-32768}
+rs_small_slot_size=${RS_BENCH_SMALL_SLOT_SIZE:-256}
 sizes=(64 4096 65536)
 res=$work/transport.tsv
 logroot=$work/transport-logs
