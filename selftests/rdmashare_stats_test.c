@@ -691,6 +691,32 @@ static int send_at(struct rdmashare *c, int ac, size_t off, __u32 len, __u64 tag
 	return ret == (int)len ? 0 : (ret < 0 ? ret : -EIO);
 }
 
+/*
+ * Fill @len bytes at @off of @c's data area from @seed, SEND them on @cac
+ * (@tag), receive them on @sac of @s and check them: 0, or -1.
+ */
+static int send_checked(struct rdmashare *c, struct rdmashare *s, int cac, int sac,
+			size_t off, __u32 len, int seed, __u64 tag)
+{
+	unsigned char *in = malloc(len), *out = malloc(len), *data;
+	size_t size;
+	int ret = -1;
+
+	data = rdmashare_data(c, &size);
+	if (!in || !out || !data || off + len > size)
+		goto out;
+	fill_at(data + off, len, seed);
+	if (send_at(c, cac, off, len, tag) ||
+	    rdmashare_recv(s, sac, in, len, 10000) != (ssize_t)len)
+		goto out;
+	fill_at(out, len, seed);
+	ret = memcmp(in, out, len) ? -1 : 0;
+out:
+	free(in);
+	free(out);
+	return ret;
+}
+
 TEST_F_TIMEOUT(st, zero_copy, 180)
 {
 	static const struct { size_t off; __u32 len; } msgs[] = {
@@ -737,11 +763,8 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	 */
 	for (i = 0; i < (int)(sizeof(msgs) / sizeof(msgs[0])); i++) {
 		ASSERT_EQ(0, read_counters(dev, &d0));
-		fill_at(data + msgs[i].off, msgs[i].len, i);
-		ASSERT_EQ(0, send_at(self->c, cac, msgs[i].off, msgs[i].len, i + 1));
-		ASSERT_EQ((ssize_t)msgs[i].len, rdmashare_recv(self->s, sac, in, 65536, 10000));
-		fill_at(out, msgs[i].len, i);
-		ASSERT_EQ(0, memcmp(in, out, msgs[i].len)) TH_LOG("message %d", i);
+		ASSERT_EQ(0, send_checked(self->c, self->s, cac, sac, msgs[i].off, msgs[i].len,
+					  i, i + 1)) TH_LOG("message %d", i);
 		ASSERT_EQ(0, read_counters(dev, &d1));
 		want = copied_of(msgs[i].len, chunk, 4096);
 		TH_LOG("pullup_max 4096: %ld of %u bytes copied sending, %ld receiving",
@@ -765,11 +788,7 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	 */
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "65536"));
 	ASSERT_EQ(0, read_counters(dev, &d0));
-	fill_at(data + msgs[0].off, msgs[0].len, 5);
-	ASSERT_EQ(0, send_at(self->c, cac, msgs[0].off, msgs[0].len, 5));
-	ASSERT_EQ((ssize_t)msgs[0].len, rdmashare_recv(self->s, sac, in, 65536, 10000));
-	fill_at(out, msgs[0].len, 5);
-	ASSERT_EQ(0, memcmp(in, out, msgs[0].len));
+	ASSERT_EQ(0, send_checked(self->c, self->s, cac, sac, msgs[0].off, msgs[0].len, 5, 5));
 	/* The library gathers RELEASEs: the slots go back now, for the echo. */
 	ASSERT_LE(0, rdmashare_submit(self->s));
 	ASSERT_EQ(0, read_counters(dev, &d1));
@@ -825,11 +844,7 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	/* pullup_max 1 MiB: everything copied again, both ways. */
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "1048576"));
 	ASSERT_EQ(0, read_counters(dev, &d0));
-	fill_at(data + msgs[1].off, msgs[1].len, 5);
-	ASSERT_EQ(0, send_at(self->c, cac, msgs[1].off, msgs[1].len, 5));
-	ASSERT_EQ((ssize_t)msgs[1].len, rdmashare_recv(self->s, sac, in, 65536, 10000));
-	fill_at(out, msgs[1].len, 5);
-	ASSERT_EQ(0, memcmp(in, out, msgs[1].len));
+	ASSERT_EQ(0, send_checked(self->c, self->s, cac, sac, msgs[1].off, msgs[1].len, 5, 5));
 	ASSERT_EQ(0, read_counters(dev, &d1));
 	EXPECT_EQ(msgs[1].len, d1.tx_copied - d0.tx_copied);
 	EXPECT_EQ(msgs[1].len, d1.rx_copied - d0.rx_copied);
