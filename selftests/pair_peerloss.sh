@@ -53,12 +53,21 @@ client)
 	[ $((end - start)) -le $((10 + LIMIT)) ] || fail "the ACs took too long to fail"
 
 	# The peer boots again; connect until its server is up.
+	# Every attempt's output is kept: the server serves one client, so
+	# an attempt that failed after its connect was accepted is the one
+	# that tells why the later ones find nobody.
 	t0=$(date +%s)
+	: >/tmp/pp-all.log
 	while :; do
 		timeout -k 5 60 "$bin/rs-pingpong" -c "$RS_PEER_IP" -p 7301 -n 100 -l 4000 \
 			>/tmp/pp.log 2>&1 && break
-		[ $(( $(date +%s) - t0 )) -lt $BACK ] ||
-			{ cat /tmp/pp.log; fail "no connect to the rebooted peer in $BACK s"; }
+		echo "attempt at +$(( $(date +%s) - t0 )) s, exit $?:" >>/tmp/pp-all.log
+		cat /tmp/pp.log >>/tmp/pp-all.log
+		[ $(( $(date +%s) - t0 )) -lt $BACK ] || {
+			uniq -c /tmp/pp-all.log | tail -n 40
+			dmesg | grep -E 'rdmashare|rxe' | tail -n 20
+			fail "no connect to the rebooted peer in $BACK s"
+		}
 		sleep 1
 	done
 	cat /tmp/pp.log
