@@ -61,10 +61,11 @@ client)
 	while :; do
 		timeout -k 5 60 "$bin/rs-pingpong" -c "$RS_PEER_IP" -p 7301 -n 100 -l 4000 \
 			>/tmp/pp.log 2>&1 && break
-		echo "attempt at +$(( $(date +%s) - t0 )) s, exit $?:" >>/tmp/pp-all.log
+		rc=$?
+		echo "attempt at +$(( $(date +%s) - t0 )) s, exit $rc:" >>/tmp/pp-all.log
 		cat /tmp/pp.log >>/tmp/pp-all.log
 		[ $(( $(date +%s) - t0 )) -lt $BACK ] || {
-			uniq -c /tmp/pp-all.log | tail -n 40
+			tail -n 40 /tmp/pp-all.log
 			dmesg | grep -E 'rdmashare|rxe' | tail -n 20
 			fail "no connect to the rebooted peer in $BACK s"
 		}
