@@ -335,7 +335,8 @@ bool rs_rx_unquarantine(struct rs_ac *ac)
 /*
  * Called with rx_lock held: a chunk for @ac arrived; the slot it goes to in
  * *@idx (version 4: the oldest granted), or false without credit.  A chunk
- * the peer placed (@placed) must be in that slot, *@idx on entry.
+ * the peer placed (@placed) must be in that slot, *@idx on entry, unless
+ * that is RS_SLOT_OLDEST (version 5: a WRITE WITH IMMEDIATE names none).
  */
 bool rs_rx_take(struct rs_ac *ac, bool placed, u32 *idx)
 {
@@ -345,7 +346,8 @@ bool rs_rx_take(struct rs_ac *ac, bool placed, u32 *idx)
 		return false;
 	if (ac->rx_named) {
 		spin_lock(&ac->qp->lock);
-		if (!ac->rx_sent.n || (placed && ac->rx_sent.head != *idx)) {
+		if (!ac->rx_sent.n ||
+		    (placed && *idx != RS_SLOT_OLDEST && ac->rx_sent.head != *idx)) {
 			spin_unlock(&ac->qp->lock);
 			return false;
 		}

@@ -425,6 +425,48 @@ u32 rs_proto_get_slot(const void *payload, u32 i)
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_get_slot);
 
+/**
+ * rs_proto_continue() - the DATA record a WRITE WITH IMMEDIATE stands for
+ * @m: the record, decoded as if it had come
+ * @version: the QP's protocol version
+ * @dst_conn: the immediate data: the receiver's connection id
+ * @src_conn: the peer's id for that AC
+ * @seq: the message in progress on the AC: its number,
+ * @msg_len: its length,
+ * @offset: and the bytes of it received so far
+ * @len: bytes the WRITE placed
+ *
+ * Version 5: a placed chunk that continues a message may come without a
+ * record.  It goes to the oldest slot granted (RS_SLOT_OLDEST in
+ * @m->placed.slot) and must fit the message: one in progress (@offset not
+ * 0), at least a byte, no further than @msg_len; it is the last one if it
+ * reaches @msg_len.
+ *
+ * Return: 0, or -EBADMSG (the peer's protocol error).
+ */
+int rs_proto_continue(struct rs_proto_msg *m, u8 version, u32 dst_conn, u32 src_conn,
+		      u32 seq, u32 msg_len, u32 offset, u32 len)
+{
+	memset(m, 0, sizeof(*m));
+	if (version < 5 || !offset)
+		return -EBADMSG;
+	m->type = RS_MSG_DATA;
+	m->flags = RS_F_PLACED;
+	m->dst_conn = dst_conn;
+	m->src_conn = src_conn;
+	m->seq = seq;
+	m->msg_len = msg_len;
+	m->offset = offset;
+	m->len = RS_PLACED_LEN;
+	m->placed.len = len;
+	m->placed.slot = RS_SLOT_OLDEST;
+	/* Going further than @msg_len fails the check. */
+	if (offset <= msg_len && len == msg_len - offset)
+		m->flags |= RS_F_LAST;
+	return rs_proto_check(m, version, RS_PLACED_LEN);
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_proto_continue);
+
 /*
  * The errno a REJECT from the peer gives the CONNECT: only the ones a peer's
  * rdmashare sends (ECONNREFUSED: no listener, a full backlog or file;

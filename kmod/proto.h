@@ -37,8 +37,13 @@
  * slots (0: none), slot i at i * slot_size; the peer may then RDMA WRITE a
  * chunk into the slot its credit names and send a DATA record flagged
  * RS_F_PLACED whose payload is only where the chunk went: its length and
- * the slot (RS_PLACED_LEN bytes, struct rs_wire_placed).  The version is
- * negotiated when the QP is set up (cm.c) and every record carries it.
+ * the slot (RS_PLACED_LEN bytes, struct rs_wire_placed).  Version 5: a
+ * placed chunk that continues a message (offset > 0) may come without a
+ * record, as an RDMA WRITE WITH IMMEDIATE into the oldest slot granted:
+ * the immediate data is dst_conn (big endian), the chunk's length is the
+ * bytes written, and it stands for the DATA record of the next chunk of
+ * the message in progress on that AC (rs_proto_continue()).  The version
+ * is negotiated when the QP is set up (cm.c) and every record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per
  * peer transport; 0 means none.  "credits" on any message returns that many
@@ -50,9 +55,10 @@
 
 #include <linux/align.h>
 #include <linux/bits.h>
+#include <linux/limits.h>
 #include <linux/types.h>
 
-#define RS_PROTO_VERSION	4	/* the newest this host speaks */
+#define RS_PROTO_VERSION	5	/* the newest this host speaks */
 #define RS_PROTO_VERSION_MIN	1	/* the oldest */
 #define RS_HDR_LEN		32
 #define RS_REC_ALIGN		8	/* version 2: records start aligned */
@@ -64,6 +70,7 @@
 #define RS_PROTO_MAX_CREDITS	BIT(16)		/* granted in one header */
 #define RS_PROTO_MAX_WINDOW	4096		/* version 4: held by one AC */
 #define RS_SLOT_IDX_LEN		4		/* version 4: a granted slot */
+#define RS_SLOT_OLDEST		U32_MAX		/* version 5: no index, the oldest */
 
 enum rs_msg_type {
 	RS_MSG_DATA = 1,	/* a chunk of an application message */
@@ -179,5 +186,7 @@ int rs_proto_check_batch(const void *buf, size_t len, u8 version, u32 max_chunk)
 int rs_proto_reject_errno(u32 error);
 void rs_proto_put_slots(void *payload, const u32 *slots, u32 n);
 u32 rs_proto_get_slot(const void *payload, u32 i);
+int rs_proto_continue(struct rs_proto_msg *m, u8 version, u32 dst_conn, u32 src_conn,
+		      u32 seq, u32 msg_len, u32 offset, u32 len);
 
 #endif /* _RDMASHARE_PROTO_H */

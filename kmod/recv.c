@@ -8,8 +8,12 @@
  * a RECV completion to the file's CQ (copied from the SEND, or version 4
  * written into the slot by the peer already and only named by the record),
  * credits go to the AC's sender (credit.c), and what opens or closes an AC
- * goes to the AC layer (ac.c, rs_ac_peer_*()).  The buffer goes back to the
- * SRQ before the completion returns: nothing waits for an application.
+ * goes to the AC layer (ac.c, rs_ac_peer_*()).  From version 5 a chunk
+ * that continues a message may come as an RDMA WRITE WITH IMMEDIATE
+ * instead: it consumed a buffer too, but left it untouched; the immediate
+ * names the AC, and the chunk is that AC's next (rs_recv_imm()).  The
+ * buffer goes back to the SRQ before the completion returns: nothing waits
+ * for an application.
  *
  * Anything from the network is untrusted: a record that does not fit what
  * this end granted or expects takes its QP down, and only that QP.
@@ -28,7 +32,8 @@
  * A DATA chunk into a receive slot of the AC's file: copied from the SEND,
  * or (version 4, RS_F_PLACED) written there by the peer already, into the
  * slot the record names, which must be the oldest this end granted and
- * within a slot of the memory region it named (rs_rx_mr_claim()).
+ * within a slot of the memory region it named (rs_rx_mr_claim()); a WRITE
+ * WITH IMMEDIATE (version 5) names none and took the oldest.
  */
 static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload)
 {
@@ -215,6 +220,48 @@ static bool rs_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *
 }
 
 /*
+ * Version 5: a WRITE WITH IMMEDIATE of @len bytes came for the AC the
+ * immediate @conn names: the next chunk of the message in progress on it,
+ * in its oldest slot granted, a DATA record without the record.  Checked as
+ * one (rs_proto_continue(), rs_recv_data()): a chunk no message expects,
+ * or one too long, takes the QP down.
+ */
+static void rs_recv_imm(struct rs_qp *qp, u32 conn, u32 len)
+{
+	u32 seq, msg_len, off;
+	struct rs_proto_msg m;
+	struct rs_file *rf;
+	struct rs_ac *ac;
+	bool done;
+
+	ac = rs_ac_lookup_conn(qp, conn);
+	if (!ac)
+		return;		/* closed here: as its records are, dropped */
+	if (READ_ONCE(ac->state) != RS_AC_OPEN)
+		goto out;
+	rf = ac->rf;
+	spin_lock_irq(&rf->rx_lock);
+	done = ac->rx_done;
+	seq = ac->rx_seq;
+	msg_len = ac->rx_msg_len;
+	off = ac->rx_off;
+	spin_unlock_irq(&rf->rx_lock);
+	if (done)
+		goto out;
+	if (rs_proto_continue(&m, qp->version, conn, ac->remote_id, seq, msg_len, off, len) ||
+	    rs_recv_data(ac, &m, NULL)) {
+		pr_warn_ratelimited("AC %u: protocol error from the peer: %u bytes written at offset %u/%u\n",
+				    ac->id, len, off, msg_len);
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -EPROTO);
+		goto out;
+	}
+	rs_qp_count_msg(qp, &m, true);
+out:
+	rs_ac_put(ac);
+}
+
+/*
  * A SEND arrived on one of the device's QPs: check every record of it, take
  * them in order, give the buffer back to the SRQ.  A SEND
  * with one bad record is refused whole, before any record acts.  Everything
@@ -247,6 +294,19 @@ void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto repost;
 	}
 
+	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
+		/* The buffer holds nothing: the WRITE went to a slot. */
+		rs_qp_stat(qp, RS_STAT_RX_WRITES, 1);
+		if (qp->version >= 5) {
+			rs_recv_imm(qp, be32_to_cpu(wc->ex.imm_data), wc->byte_len);
+			goto repost;
+		}
+		pr_warn_ratelimited("%s: QP %u: a WRITE WITH IMMEDIATE on protocol version %u\n",
+				    dev_name(&rdev->ibdev->dev), qp->qp_num, qp->version);
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -EPROTO);
+		goto repost;
+	}
 	ib_dma_sync_single_for_cpu(rdev->ibdev, rx->dma, rdev->rx_buf_size,
 				   DMA_FROM_DEVICE);
 	ret = rs_proto_check_batch(rx->buf, wc->byte_len, qp->version, max_chunk);

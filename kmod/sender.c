@@ -16,7 +16,9 @@
  * buffer and an SGE per page of payload, memreg.c).  From version 4 on, a
  * chunk over pullup_max for a peer that named its slots' rkey is placed:
  * an RDMA WRITE from the data area into the slot its credit names, then
- * its record in the SEND (zero copy on both sides).
+ * its record in the SEND (zero copy on both sides); from version 5 on, one
+ * that continues a message and goes alone is a WRITE WITH IMMEDIATE, no
+ * SEND: the peer knows the message, the immediate names the AC.
  * With protocol version 2 a SEND takes unit after unit while the next fits
  * in the peer's receive buffer (and RS_TX_BATCH_MAX records): the scheduler
  * decides exactly as it would for one SEND per unit, only the packing
@@ -214,7 +216,8 @@ struct rs_tx_plan {
 	const void *src;		/* DATA payload to copy, or */
 	const struct rs_dma_map *zc_map;	/* one to send in place, */
 	u64 zc_off;			/* from here in the data area, or */
-	struct rs_tx_write write;	/* one written to the peer's slot */
+	struct rs_tx_write write;	/* one written to the peer's slot, */
+	bool imm;			/* announced by its immediate only */
 	struct rs_dma_map *reg;		/* a registration the SEND carries */
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
@@ -455,6 +458,11 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 			qp->hol_ac = hol;
 			return RS_PLAN_FULL;
 		}
+		/*
+		 * Version 5: a placed chunk that continues a message and goes
+		 * alone needs no record: a WRITE WITH IMMEDIATE.
+		 */
+		p->imm = placed && op->sent && len > join_max && qp->version >= 5;
 	}
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
@@ -561,6 +569,16 @@ static int rs_post(struct rs_qp *qp, struct rs_tx *tx)
 		*link = &r->wr;
 		link = &r->wr.next;
 	}
+	if (tx->imm_conn) {
+		/* Version 5: the WRITE is all of it, its immediate the AC. */
+		struct ib_rdma_wr *r = &w->write[tx->nr_writes - 1];
+
+		r->wr.opcode = IB_WR_RDMA_WRITE_WITH_IMM;
+		r->wr.ex.imm_data = cpu_to_be32(tx->imm_conn);
+		r->wr.wr_cqe = &tx->cqe;
+		r->wr.send_flags = IB_SEND_SIGNALED;
+		return ib_post_send(qp->qp, head, NULL);
+	}
 
 	if (tx->zc_map) {
 		pad = tx->len - RS_HDR_LEN - tx->zc_len;
@@ -642,6 +660,13 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	/* Told how it went when @tx completes, or never goes. */
 	if (p->reg)
 		tx->regs[tx->nr_regs++] = p->reg;
+	if (p->imm) {
+		/* No record: @tx is this WRITE WITH IMMEDIATE. */
+		tx->writes[tx->nr_writes++] = p->write;
+		tx->placed_bytes += p->write.len;
+		tx->imm_conn = p->m.dst_conn;
+		goto items;
+	}
 	len = rs_proto_encode(&p->m, qp->version, dst, room);
 	rec = rs_proto_rec_len(qp->version, p->m.len);
 	if (WARN_ON_ONCE(len < 0 || rec > room))
@@ -677,6 +702,7 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	if (p->m.type != RS_MSG_DATA && p->m.type != RS_MSG_KEEPALIVE &&
 	    !(p->m.type == RS_MSG_CREDIT && p->m.flags == RS_F_WANT && !p->m.credits))
 		tx->urgent = true;
+items:
 	if (p->ac) {		/* not for a KEEPALIVE or a REJECT */
 		tx->items[tx->nr_items].ac = p->ac;
 		tx->items[tx->nr_items].op = p->op;
@@ -738,6 +764,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			tx->urgent = false;
 			tx->zc_map = NULL;
 			tx->placed_bytes = 0;
+			tx->imm_conn = 0;
 			qp->tx_open = tx;
 		}
 		if (!tx->closed) {
@@ -765,7 +792,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 				tx->closed = true;
 		}
 		/* Nothing joins it now. */
-		if (!tx->len) {
+		if (!tx->len && !tx->imm_conn) {
 			qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
 			qp->tx_open = NULL;
 			goto out_unlock;
@@ -782,8 +809,11 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 		ret = rs_post(qp, tx);
 		if (ret)
 			goto fail;
-		rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
-		rs_qp_stat(qp, RS_STAT_TX_WIRE_BYTES, tx->len);
+		/* Only the sender opens @tx again: its sizes hold. */
+		if (tx->len) {
+			rs_qp_stat(qp, RS_STAT_TX_SENDS, 1);
+			rs_qp_stat(qp, RS_STAT_TX_WIRE_BYTES, tx->len);
+		}
 		rs_qp_stat(qp, RS_STAT_TX_PLACED, tx->placed_bytes);
 		rs_qp_stat(qp, RS_STAT_TX_WRITES, writes);
 		if (!--budget)

@@ -130,6 +130,9 @@ struct rs_tx_wrs {
  * @placed_bytes in all) goes before it; so do the registrations of the
  * receive slots whose rkey its CONNECTs and ACCEPTs name (@regs).
  * @err_cqe is those work requests', which complete only if they fail.
+ * Version 5: a placed chunk that continues a message and goes alone is a
+ * WRITE WITH IMMEDIATE (@imm_conn, the peer's id of its AC) and no SEND:
+ * @len is 0, @writes holds it.
  */
 struct rs_tx {
 	struct ib_cqe cqe;
@@ -144,6 +147,7 @@ struct rs_tx {
 	u64 zc_off;
 	u32 zc_len;
 	u32 placed_bytes;
+	u32 imm_conn;
 	u32 nr_writes;
 	struct rs_tx_write writes[RS_TX_MAX_WRITES];
 	u32 nr_regs;

@@ -34,7 +34,14 @@
  *    never given, or with that of a file that closed since, fails and
  *    costs it its QP, nobody else anything;
  *  - granted_too_many: a version 4 peer that grants one AC more than 4096
- *    slots in all, 1024 at a time, loses its QP at the fifth grant.
+ *    slots in all, 1024 at a time, loses its QP at the fifth grant;
+ *  - continued, continued_alone, continued_too_long, continued_v4,
+ *    continued_elsewhere: a peer that speaks version 5 may send the chunks
+ *    after a message's first as RDMA WRITE WITH IMMEDIATE naming the AC
+ *    (the message arrives whole, rx_writes counts them); one with no
+ *    message in progress, one longer than the message has left, or one
+ *    from a version 4 peer takes its QP down; one naming another
+ *    connection id is dropped, the rogue's own message goes on.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left.
  */
@@ -435,34 +442,55 @@ static int rogue_v4_connect(struct __test_metadata *_metadata, FIXTURE_DATA(rogu
 	return -5;
 }
 
+/* The version rogue_v4_ac() speaks: 4, or 5 for the tests of version 5. */
+static int placed_version = 4;
+
 /* A version 4 rogue (a new connection) and its AC 7 to @port. */
 static int rogue_v4_ac(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
 		       unsigned int port, struct rogue_v4 *a)
 {
 	rogue_close(&self->r);
-	rogue_version = 4;
+	rogue_version = placed_version;
 	if (rogue_open(&self->r, rs_ip(), ROGUE_IP, ROGUE_PORT + 3) != RDMA_CM_EVENT_ESTABLISHED)
 		return -1;
 	return rogue_v4_connect(_metadata, self, port, 7, a);
 }
 
 /*
- * Message @seq, one chunk of @len bytes of @text, written to @slot and named
- * there by a PLACED record that says @len_said bytes.
+ * Message @seq of @msg_len bytes: its first chunk, @len bytes of @text,
+ * written to @slot and named there by a PLACED record that says @len_said
+ * bytes (the last chunk if that is @msg_len).
  */
-static int rogue_place(struct rogue *r, const struct rogue_v4 *a, uint32_t seq,
-			uint32_t slot, const char *text, uint32_t len, uint32_t len_said)
+static int rogue_place_part(struct rogue *r, const struct rogue_v4 *a, uint32_t seq,
+			    uint32_t slot, const char *text, uint32_t len, uint32_t len_said,
+			    uint32_t msg_len)
 {
 	uint32_t placed[2] = { htonl(len_said), htonl(slot) };
+	uint16_t flags = ROGUE_F_FIRST | ROGUE_F_PLACED;
 
+	if (len_said == msg_len)
+		flags |= ROGUE_F_LAST;
 	memset(r->buf, 0, len);
 	memcpy(r->buf, text, strlen(text) + 1);
 	if (rogue_write(r, len, (uint64_t)slot * a->slot_size, a->rkey))
 		return -1;
-	rogue_hdr(r->buf, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST | ROGUE_F_PLACED, a->id, 7,
-		  seq, len_said, 0, sizeof(placed), 0);
+	rogue_hdr(r->buf, ROGUE_DATA, flags, a->id, 7, seq, msg_len, 0, sizeof(placed), 0);
 	memcpy(r->buf + ROGUE_HDR_LEN, placed, sizeof(placed));
 	return rogue_send(r, ROGUE_HDR_LEN + sizeof(placed));
+}
+
+/* Message @seq, one chunk placed as rogue_place_part() does. */
+static int rogue_place(struct rogue *r, const struct rogue_v4 *a, uint32_t seq,
+		       uint32_t slot, const char *text, uint32_t len, uint32_t len_said)
+{
+	return rogue_place_part(r, a, seq, slot, text, len, len_said, len_said);
+}
+
+/* The first 64 bytes of message @seq of @msg_len bytes, placed. */
+static int rogue_place_first(struct rogue *r, const struct rogue_v4 *a, uint32_t seq,
+			     uint32_t slot, const char *text, uint32_t msg_len)
+{
+	return rogue_place_part(r, a, seq, slot, text, 64, 64, msg_len);
 }
 
 /*
@@ -539,6 +567,127 @@ TEST_F_TIMEOUT(rogue, placed_too_long, 240)
 	/* The record says one byte more than a slot holds. */
 	rogue_place(&self->r, &a, 1, a.slots[1], "too long", 64, a.slot_size + 1);
 	dropped_only_rogue(_metadata, self);
+}
+
+/*
+ * Version 5: @len bytes of @text written to @slot by a WRITE WITH
+ * IMMEDIATE that names the module's connection @imm: the next chunk.
+ */
+static int rogue_continue(struct rogue *r, const struct rogue_v4 *a, uint32_t slot,
+			  const char *text, uint32_t len, uint32_t imm)
+{
+	memset(r->buf, 0, len);
+	memcpy(r->buf, text, strlen(text) + 1);
+	return rogue_write_imm(r, len, (uint64_t)slot * a->slot_size, a->rkey, imm);
+}
+
+static long rogue_stat(const char *name)
+{
+	char path[256], buf[32];
+
+	snprintf(path, sizeof(path), RS_SYSFS "/peers/" ROGUE_IP "/stats/%s", name);
+	return rs_read_file(path, buf, sizeof(buf)) ? -1 : atol(buf);
+}
+
+/*
+ * Version 5: a message's first chunk placed with its record, the next ones
+ * by WRITE WITH IMMEDIATE into the next slots granted: the application
+ * reads the whole message, in order.
+ */
+TEST_F_TIMEOUT(rogue, continued, 240)
+{
+	struct rdmashare_ac_stats st;
+	struct rogue_v4 a;
+	char in[256];
+	long writes0;
+	int ac;
+
+	placed_version = 5;
+	ac = rogue_v4_placed(_metadata, self, &a, 4);
+	ASSERT_LT(0, ac);
+	writes0 = rogue_stat("rx_writes");
+	ASSERT_LE(0, writes0);
+	ASSERT_EQ(0, rogue_place_first(&self->r, &a, 1, a.slots[1], "one", 192));
+	ASSERT_EQ(0, rogue_continue(&self->r, &a, a.slots[2], "two", 64, a.id));
+	ASSERT_EQ(0, rogue_continue(&self->r, &a, a.slots[3], "three", 64, a.id));
+	memset(in, 0, sizeof(in));
+	ASSERT_EQ(192, rdmashare_recv(self->rs, ac, in, sizeof(in), 10000));
+	EXPECT_STREQ("one", in);
+	EXPECT_STREQ("two", in + 64);
+	EXPECT_STREQ("three", in + 128);
+	ASSERT_EQ(0, rdmashare_ac_stats(self->rs, ac, &st));
+	EXPECT_EQ(2, st.rx_msgs);
+	EXPECT_EQ(4, st.rx_chunks);
+	EXPECT_EQ(2, rogue_stat("rx_writes") - writes0);
+	EXPECT_TRUE(rogue_peer_listed());
+	rdmashare_close_ac(self->rs, ac);
+}
+
+/* Version 5: a continuation with no message in progress. */
+TEST_F_TIMEOUT(rogue, continued_alone, 240)
+{
+	struct rogue_v4 a;
+
+	placed_version = 5;
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	rogue_continue(&self->r, &a, a.slots[1], "alone", 64, a.id);
+	dropped_only_rogue(_metadata, self);
+}
+
+/*
+ * A version @version rogue's message of 128 bytes: its first 64 placed
+ * with their record, then a WRITE WITH IMMEDIATE of @len bytes, which
+ * costs the rogue its QP.
+ */
+static void continued_refused(struct __test_metadata *_metadata, FIXTURE_DATA(rogue) *self,
+			      int version, uint32_t len)
+{
+	struct rogue_v4 a;
+
+	placed_version = version;
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 3));
+	ASSERT_EQ(0, rogue_place_first(&self->r, &a, 1, a.slots[1], "first", 128));
+	rogue_continue(&self->r, &a, a.slots[2], "second", len, a.id);
+	dropped_only_rogue(_metadata, self);
+}
+
+/* Version 5: a continuation one byte longer than the message has left. */
+TEST_F_TIMEOUT(rogue, continued_too_long, 240)
+{
+	continued_refused(_metadata, self, 5, 65);
+}
+
+/* A WRITE WITH IMMEDIATE from a peer that speaks version 4. */
+TEST_F_TIMEOUT(rogue, continued_v4, 240)
+{
+	continued_refused(_metadata, self, 4, 64);
+}
+
+/*
+ * Version 5: a continuation for a connection id that is not the rogue's
+ * (none, or another peer's AC): dropped, as a record for it would be; the
+ * rogue's own message goes on.
+ */
+TEST_F_TIMEOUT(rogue, continued_elsewhere, 240)
+{
+	struct rogue_v4 a;
+	char in[256];
+	int ac;
+
+	placed_version = 5;
+	ac = rogue_v4_placed(_metadata, self, &a, 4);
+	ASSERT_LT(0, ac);
+	ASSERT_EQ(0, rogue_place_first(&self->r, &a, 1, a.slots[1], "first", 128));
+	ASSERT_EQ(0, rogue_continue(&self->r, &a, a.slots[2], "stray", 64, a.id ^ 0x800000));
+	ASSERT_EQ(0, rogue_continue(&self->r, &a, a.slots[2], "stray", 64, 0));
+	ASSERT_EQ(0, rogue_continue(&self->r, &a, a.slots[2], "second", 64, a.id));
+	memset(in, 0, sizeof(in));
+	ASSERT_EQ(128, rdmashare_recv(self->rs, ac, in, sizeof(in), 10000));
+	EXPECT_STREQ("first", in);
+	EXPECT_STREQ("second", in + 64);
+	EXPECT_TRUE(rogue_peer_listed());
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+	rdmashare_close_ac(self->rs, ac);
 }
 
 /* The rogue's QP is gone: its WRITE with a key it does not hold failed. */

@@ -33,10 +33,12 @@
  *    data area itself, page aligned or not, padded or not, from a receive
  *    slot too (an echo), straight into the peer's receive slots (version 4
  *    places them: neither side copies a byte of them), and only the others
- *    are copied (tx_copied, rx_copied); the chunks of a message that go to
- *    slots one after the other take one RDMA WRITE (tx_writes); with
- *    pullup_max 1 MiB all are copied again, both ways; every byte arrives
- *    intact; a value over 1 MiB is EINVAL.
+ *    are copied (tx_copied, rx_copied); placed chunks after a message's
+ *    first need no SEND (version 5: WRITE WITH IMMEDIATE, rx_writes); with
+ *    coalesce_max raised, the chunks of a message that go to slots one
+ *    after the other take one RDMA WRITE (tx_writes); with pullup_max
+ *    1 MiB all are copied again, both ways; every byte arrives intact; a
+ *    value over 1 MiB is EINVAL.
  */
 #include <arpa/inet.h>
 
@@ -368,7 +370,7 @@ TEST_F_TIMEOUT(st, verbs_owner, 120)
 /* The counters of one sysfs object (a device's or a peer's directory). */
 struct counters {
 	long tx_msgs, tx_bytes, tx_chunks, rx_msgs, rx_bytes, rx_chunks, qps_up;
-	long tx_sends, tx_wire_bytes, tx_copied, rx_copied, tx_writes;
+	long tx_sends, tx_wire_bytes, tx_copied, rx_copied, tx_writes, rx_writes;
 };
 
 static int read_counters(const char *dir, struct counters *c)
@@ -393,6 +395,7 @@ static int read_counters(const char *dir, struct counters *c)
 	RD(tx_copied);
 	RD(rx_copied);
 	RD(tx_writes);
+	RD(rx_writes);
 #undef RD
 	return 0;
 }
@@ -725,7 +728,7 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 		{ (3 << 20) + 4095, 20000 },	/* its last chunk is copied */
 		{ (3 << 20) + 65536, 3000 },	/* copied */
 	};
-	long chunk = read_long(RS_SYSFS "/chunk_size"), want = 0, bytes = 0, writes[4];
+	long chunk = read_long(RS_SYSFS "/chunk_size"), want = 0, bytes = 0, writes[4], imm[4];
 	unsigned char *in = malloc(65536), *out = malloc(65536), *data;
 	struct rdmashare_cqe *cqe;
 	struct counters d0, d1;
@@ -774,10 +777,18 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 		EXPECT_EQ(want, d1.rx_copied - d0.rx_copied);
 		bytes += want;
 		writes[i] = d1.tx_writes - d0.tx_writes;
+		imm[i] = d1.rx_writes - d0.rx_writes;
 	}
 	EXPECT_EQ(0, copied_of(msgs[0].len, chunk, 4096));
-	/* Placed chunks over coalesce_max (4096) go alone: a WRITE each. */
+	/*
+	 * Placed chunks over coalesce_max (4096) go alone: a WRITE each, and
+	 * (version 5) all but the first without a SEND, as WRITE WITH
+	 * IMMEDIATE; a copied chunk that continues a message has its SEND.
+	 */
 	EXPECT_EQ(65536 / chunk, writes[0]);
+	EXPECT_EQ(65536 / chunk - 1, imm[0]);
+	EXPECT_EQ(0, imm[2]);
+	EXPECT_EQ(0, imm[3]);
 	EXPECT_LT(bytes, 65536 + 40001 + 20000 + 3000);
 
 	/*
@@ -799,6 +810,7 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	EXPECT_EQ(0, d1.rx_copied - d0.rx_copied);
 	EXPECT_LE(1, d1.tx_writes - d0.tx_writes);
 	EXPECT_GE(2, d1.tx_writes - d0.tx_writes);
+	EXPECT_EQ(0, d1.rx_writes - d0.rx_writes);
 
 	/* An echo straight from the receive slots (raw CQ on the server). */
 	fill_at(data + msgs[1].off, msgs[1].len, 9);

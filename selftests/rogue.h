@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,18 +298,34 @@ static inline int rogue_send(struct rogue *r, size_t len)
 
 /*
  * RDMA WRITE @len bytes from the send buffer to @raddr of @rkey at the
- * module; 0 once it completed, or an error.
+ * module, with the immediate @imm (host order, sent big endian) if
+ * @with_imm; 0 once it completed, or an error.
  */
-static inline int rogue_write(struct rogue *r, size_t len, uint64_t raddr, uint32_t rkey)
+static inline int rogue_write_op(struct rogue *r, size_t len, uint64_t raddr, uint32_t rkey,
+				 bool with_imm, uint32_t imm)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)r->buf, .length = len, .lkey = r->mr->lkey };
 	struct ibv_send_wr wr = {
-		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.sg_list = &sge, .num_sge = 1,
+		.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+		.imm_data = htonl(imm),
 		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
 	};
 	int ret = rogue_post_wr(r, &wr);
 
 	return ret ? ret : rogue_wait_send(r);
+}
+
+static inline int rogue_write(struct rogue *r, size_t len, uint64_t raddr, uint32_t rkey)
+{
+	return rogue_write_op(r, len, raddr, rkey, false, 0);
+}
+
+/* Version 5: a WRITE WITH IMMEDIATE, @imm the module's connection id. */
+static inline int rogue_write_imm(struct rogue *r, size_t len, uint64_t raddr, uint32_t rkey,
+				  uint32_t imm)
+{
+	return rogue_write_op(r, len, raddr, rkey, true, imm);
 }
 
 /* Wait up to @ms for the module to disconnect; 0 if it did. */

@@ -521,6 +521,55 @@ static void proto_batch_malformed_test(struct kunit *test)
 }
 
 /*
+ * Version 5: a WRITE WITH IMMEDIATE stands for the next chunk of the
+ * message in progress, in the oldest slot granted: it needs one in
+ * progress, at least a byte and no more than the message has left, and is
+ * the last when it ends the message.  Nothing before version 5 has them.
+ */
+static void proto_continue_test(struct kunit *test)
+{
+	struct rs_proto_msg m;
+
+	/* The second of four 16 KiB chunks, then the last. */
+	KUNIT_ASSERT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 16384, 16384), 0);
+	KUNIT_EXPECT_EQ(test, m.type, RS_MSG_DATA);
+	KUNIT_EXPECT_EQ(test, m.flags, RS_F_PLACED);
+	KUNIT_EXPECT_TRUE(test, rs_proto_placed(&m));
+	KUNIT_EXPECT_EQ(test, rs_proto_chunk_len(&m), 16384);
+	KUNIT_EXPECT_EQ(test, m.dst_conn, 3);
+	KUNIT_EXPECT_EQ(test, m.src_conn, 4);
+	KUNIT_EXPECT_EQ(test, m.seq, 9);
+	KUNIT_EXPECT_EQ(test, m.msg_len, 65536);
+	KUNIT_EXPECT_EQ(test, m.offset, 16384);
+	KUNIT_EXPECT_EQ(test, m.placed.slot, RS_SLOT_OLDEST);
+	KUNIT_ASSERT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 49152, 16384), 0);
+	KUNIT_EXPECT_EQ(test, m.flags, RS_F_PLACED | RS_F_LAST);
+	/* A short last chunk; the smallest. */
+	KUNIT_ASSERT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 0, 40001, 32768, 7233), 0);
+	KUNIT_EXPECT_EQ(test, m.flags, RS_F_PLACED | RS_F_LAST);
+	KUNIT_ASSERT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 0, 2, 1, 1), 0);
+	KUNIT_EXPECT_EQ(test, m.flags, RS_F_PLACED | RS_F_LAST);
+
+	/* Before version 5: never. */
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 4, 3, 4, 9, 65536, 16384, 16384), -EBADMSG);
+	/* No message in progress. */
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 0, 0, 16384), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 0, 16384), -EBADMSG);
+	/* Empty, one byte too many, past the end, wrapping round. */
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 16384, 0), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 49152, 16385), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 65536, 1), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, 65536, 16384, U32_MAX),
+			-EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 4, 9, RS_PROTO_MAX_MSG,
+						RS_PROTO_MAX_MSG - 16, RS_PROTO_MAX_CHUNK + 1),
+			-EBADMSG);
+	/* An AC with no peer id yet, or id 0. */
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 3, 0, 9, 65536, 16384, 16384), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_continue(&m, 5, 0, 4, 9, 65536, 16384, 16384), -EBADMSG);
+}
+
+/*
  * A peer's REJECT chooses the CONNECT's errno only among those rdmashare
  * sends; the kernel-internal restart codes and anything else read as
  * ECONNREFUSED.
@@ -548,6 +597,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_credit_flags_test),
 	KUNIT_CASE(proto_named_credits_test),
 	KUNIT_CASE(proto_placed_test),
+	KUNIT_CASE(proto_continue_test),
 	KUNIT_CASE(proto_reject_errno_test),
 	KUNIT_CASE(proto_batch_test),
 	KUNIT_CASE(proto_batch_malformed_test),
