@@ -660,6 +660,13 @@ void rs_ac_got_slots(struct rs_ac *ac, const void *payload, u32 n)
 		trace_rdmashare_credit_grant(ac, n);
 }
 
+/* Version 4: the peer's oldest slot granted to @ac, which has credits. */
+u32 rs_ac_peek_slot(struct rs_ac *ac)
+{
+	lockdep_assert_held(&ac->qp->lock);
+	return ac->tx_slots[ac->tx_slots_head];
+}
+
 /* Version 4: a chunk uses the peer's oldest slot granted; its index. */
 u32 rs_ac_take_slot(struct rs_ac *ac)
 {

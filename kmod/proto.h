@@ -40,9 +40,10 @@
  * the slot (RS_PLACED_LEN bytes, struct rs_wire_placed).  Version 5: a
  * placed chunk that continues a message (offset > 0) may come without a
  * record, as an RDMA WRITE WITH IMMEDIATE into the oldest slot granted:
- * the immediate data is dst_conn (big endian), the chunk's length is the
- * bytes written, and it stands for the DATA record of the next chunk of
- * the message in progress on that AC (rs_proto_continue()).  The version
+ * the immediate data is dst_conn (big endian), and it stands for the DATA
+ * records of the next chunks of the message in progress on that AC
+ * (rs_proto_continue()): the bytes written, cut at the receiver's slot
+ * size, in the oldest slots granted, one after the other.  The version
  * is negotiated when the QP is set up (cm.c) and every record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per

@@ -33,9 +33,11 @@
  * or (version 4, RS_F_PLACED) written there by the peer already, into the
  * slot the record names, which must be the oldest this end granted and
  * within a slot of the memory region it named (rs_rx_mr_claim()); a WRITE
- * WITH IMMEDIATE (version 5) names none and took the oldest.
+ * WITH IMMEDIATE (version 5) names none and took the oldest.  The slot it
+ * went to in *@taken, if not NULL.
  */
-static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload)
+static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload,
+			u32 *taken)
 {
 	bool placed = rs_proto_placed(m);
 	u32 len = rs_proto_chunk_len(m);
@@ -68,6 +70,8 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	idx = m->placed.slot;
 	if (!rs_rx_take(ac, placed, &idx))
 		goto proto;		/* sent without a credit, or misplaced */
+	if (taken)
+		*taken = idx;
 	slot = &rf->slots[idx];
 	slot->fid = ac->fid;
 	slot->conn = ac->id;
@@ -195,7 +199,7 @@ static bool rs_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *
 	case RS_MSG_DATA:
 		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
 			break;
-		if (rs_recv_data(ac, m, payload)) {
+		if (rs_recv_data(ac, m, payload, NULL)) {
 			pr_warn_ratelimited("AC %u: protocol error from the peer: seq %u/%u offset %u/%u len %u/%u reserved %u\n",
 					    ac->id, m->seq, ac->rx_seq, m->offset, ac->rx_off,
 					    m->msg_len, ac->rx_msg_len, ac->rx_reserved);
@@ -221,18 +225,22 @@ static bool rs_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *
 
 /*
  * Version 5: a WRITE WITH IMMEDIATE of @len bytes came for the AC the
- * immediate @conn names: the next chunk of the message in progress on it,
- * in its oldest slot granted, a DATA record without the record.  Checked as
- * one (rs_proto_continue(), rs_recv_data()): a chunk no message expects,
- * or one too long, takes the QP down.
+ * immediate @conn names: the next chunks of the message in progress on it,
+ * a DATA record each without the record.  The peer wrote them to the
+ * oldest slot granted and on into the next ones, a slot's size each (the
+ * last may be shorter): they are checked as records (rs_proto_continue(),
+ * rs_recv_data()), and each slot must follow the one before.  A WRITE no
+ * message expects, one longer than the message has left, or one over slots
+ * that do not follow each other takes the QP down (chunks before the one
+ * refused were delivered: the AC fails with the QP).
  */
 static void rs_recv_imm(struct rs_qp *qp, u32 conn, u32 len)
 {
-	u32 seq, msg_len, off;
+	u32 seq, msg_len, off, done, chunk, slot = RS_SLOT_OLDEST;
 	struct rs_proto_msg m;
 	struct rs_file *rf;
 	struct rs_ac *ac;
-	bool done;
+	bool closed;
 
 	ac = rs_ac_lookup_conn(qp, conn);
 	if (!ac)
@@ -241,23 +249,35 @@ static void rs_recv_imm(struct rs_qp *qp, u32 conn, u32 len)
 		goto out;
 	rf = ac->rf;
 	spin_lock_irq(&rf->rx_lock);
-	done = ac->rx_done;
+	closed = ac->rx_done;
 	seq = ac->rx_seq;
 	msg_len = ac->rx_msg_len;
 	off = ac->rx_off;
 	spin_unlock_irq(&rf->rx_lock);
-	if (done)
+	if (closed)
 		goto out;
-	if (rs_proto_continue(&m, qp->version, conn, ac->remote_id, seq, msg_len, off, len) ||
-	    rs_recv_data(ac, &m, NULL)) {
-		pr_warn_ratelimited("AC %u: protocol error from the peer: %u bytes written at offset %u/%u\n",
-				    ac->id, len, off, msg_len);
-		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
-		rs_qp_down(qp, -EPROTO);
-		goto out;
+	/* All of it within the message, then chunk by chunk. */
+	if (rs_proto_continue(&m, qp->version, conn, ac->remote_id, seq, msg_len, off, len))
+		goto proto;
+	for (done = 0; done < len; done += chunk) {
+		chunk = min(len - done, rf->rx_slot_size);
+		if (rs_proto_continue(&m, qp->version, conn, ac->remote_id, seq, msg_len,
+				      off + done, chunk))
+			goto proto;
+		m.placed.slot = slot;
+		if (rs_recv_data(ac, &m, NULL, &slot))
+			goto proto;
+		rs_qp_count_msg(qp, &m, true);
+		slot++;
 	}
-	rs_qp_count_msg(qp, &m, true);
 out:
+	rs_ac_put(ac);
+	return;
+proto:
+	pr_warn_ratelimited("AC %u: protocol error from the peer: %u bytes written at offset %u/%u\n",
+			    ac->id, len, off, msg_len);
+	rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+	rs_qp_down(qp, -EPROTO);
 	rs_ac_put(ac);
 }
 

@@ -18,7 +18,8 @@
  * an RDMA WRITE from the data area into the slot its credit names, then
  * its record in the SEND (zero copy on both sides); from version 5 on, one
  * that continues a message and goes alone is a WRITE WITH IMMEDIATE, no
- * SEND: the peer knows the message, the immediate names the AC.
+ * SEND (the peer knows the message, the immediate names the AC), which
+ * the message's next chunks join while they go to the next slots.
  * With protocol version 2 a SEND takes unit after unit while the next fits
  * in the peer's receive buffer (and RS_TX_BATCH_MAX records): the scheduler
  * decides exactly as it would for one SEND per unit, only the packing
@@ -301,6 +302,40 @@ static bool rs_tx_placed(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx 
 	return rs_dma_map_nr_sges(ac->map, off, len) <= qp->max_send_sge;
 }
 
+/* Does @w continue @tx's last WRITE (rs_tx_write_join())? */
+static bool rs_tx_write_joins(const struct rs_qp *qp, const struct rs_tx *tx,
+			      const struct rs_tx_write *w)
+{
+	const struct rs_tx_write *last;
+
+	if (!tx->nr_writes)
+		return false;
+	last = &tx->writes[tx->nr_writes - 1];
+	return last->map == w->map && last->rkey == w->rkey &&
+	       last->off + last->len == w->off && last->raddr + last->len == w->raddr &&
+	       rs_dma_map_nr_sges(last->map, last->off, last->len + w->len) <= qp->max_send_sge;
+}
+
+/*
+ * Called with qp->lock held, @tx a WRITE WITH IMMEDIATE (version 5): does
+ * the next chunk of @ac, @len bytes at @off of its data area, continue it
+ * into the peer's oldest slot granted?  Then it joins, up to half of
+ * inflight_max in all, so that a small message never waits behind one
+ * large WRITE; the receiver splits it at its slots' size.
+ */
+static bool rs_tx_imm_joins(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *tx,
+			    u64 off, u32 len)
+{
+	struct rs_tx_write w = {
+		.map = ac->map, .off = off, .len = len, .rkey = ac->peer_rkey,
+		.raddr = (u64)rs_ac_peek_slot(ac) * ac->peer_stride,
+	};
+	u32 max = min_t(u32, READ_ONCE(rs_inflight_max) / 2, RS_PROTO_MAX_CHUNK);
+
+	return tx->imm_conn == ac->remote_id && tx->placed_bytes + len <= max &&
+	       rs_tx_write_joins(qp, tx, &w);
+}
+
 /*
  * Called with qp->lock held: the rkey a CONNECT or ACCEPT of @ac names
  * (version 4), the registration @p carries for it if it is the first.
@@ -341,6 +376,10 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	/* The slot indices are written only as far as a grant goes. */
 	memset(p, 0, offsetof(struct rs_tx_plan, slots));
 	if (room < rs_proto_rec_len(qp->version, rs_ctrl_max(qp)))
+		return RS_PLAN_FULL;
+	/* A WRITE WITH IMMEDIATE has no SEND for records to join. */
+	if (tx->imm_conn && (qp->ping_pending || !list_empty(&qp->rejects) ||
+			     !list_empty(&qp->ctrl)))
 		return RS_PLAN_FULL;
 
 	if (qp->ping_pending) {
@@ -453,16 +492,21 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
 		placed = rs_tx_placed(qp, ac, tx, op->addr + op->sent, len);
 		zc = !placed && rs_tx_in_place(qp, ac, op->addr + op->sent, len);
-		if (rs_proto_rec_len(qp->version, placed ? RS_PLACED_LEN : len) > room ||
-		    (!empty && (len > join_max || zc))) {
-			qp->hol_ac = hol;
-			return RS_PLAN_FULL;
-		}
 		/*
 		 * Version 5: a placed chunk that continues a message and goes
-		 * alone needs no record: a WRITE WITH IMMEDIATE.
+		 * alone needs no record: a WRITE WITH IMMEDIATE, which the
+		 * next chunks join while they go on into the next slots.
 		 */
 		p->imm = placed && op->sent && len > join_max && qp->version >= 5;
+		if (tx->imm_conn) {
+			if (!p->imm || !rs_tx_imm_joins(qp, ac, tx, op->addr + op->sent, len))
+				goto full;
+		} else if (rs_proto_rec_len(qp->version, placed ? RS_PLACED_LEN : len) > room ||
+			   (!empty && (len > join_max || zc))) {
+			goto full;
+		}
+	} else if (tx->imm_conn) {
+		goto full;		/* a CLOSE: a record */
 	}
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
@@ -530,6 +574,10 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	kref_get(&ac->ref);
 	p->ac = ac;
 	return RS_PLAN_UNIT;
+
+full:
+	qp->hol_ac = hol;
+	return RS_PLAN_FULL;
 }
 
 /*
@@ -632,16 +680,9 @@ static size_t rs_tx_room(struct rs_qp *qp)
 static bool rs_tx_write_join(const struct rs_qp *qp, struct rs_tx *tx,
 			     const struct rs_tx_write *w)
 {
-	struct rs_tx_write *last;
-
-	if (!tx->nr_writes)
+	if (!rs_tx_write_joins(qp, tx, w))
 		return false;
-	last = &tx->writes[tx->nr_writes - 1];
-	if (last->map != w->map || last->rkey != w->rkey ||
-	    last->off + last->len != w->off || last->raddr + last->len != w->raddr ||
-	    rs_dma_map_nr_sges(last->map, last->off, last->len + w->len) > qp->max_send_sge)
-		return false;
-	last->len += w->len;
+	tx->writes[tx->nr_writes - 1].len += w->len;
 	return true;
 }
 
@@ -661,8 +702,9 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	if (p->reg)
 		tx->regs[tx->nr_regs++] = p->reg;
 	if (p->imm) {
-		/* No record: @tx is this WRITE WITH IMMEDIATE. */
-		tx->writes[tx->nr_writes++] = p->write;
+		/* No record: @tx is this WRITE WITH IMMEDIATE (rs_plan() joins). */
+		if (!rs_tx_write_join(qp, tx, &p->write))
+			tx->writes[tx->nr_writes++] = p->write;
 		tx->placed_bytes += p->write.len;
 		tx->imm_conn = p->m.dst_conn;
 		goto items;
@@ -783,7 +825,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 					goto fail_plan;
 				if (!join_max || tx->nr_items == RS_TX_BATCH_MAX || plan.zc_map ||
 				    tx->nr_writes == RS_TX_MAX_WRITES ||
-				    (plan.m.type == RS_MSG_DATA &&
+				    (plan.m.type == RS_MSG_DATA && !plan.imm &&
 				     rs_proto_chunk_len(&plan.m) > join_max))
 					tx->closed = true;
 				continue;

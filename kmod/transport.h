@@ -723,6 +723,7 @@ u32 rs_ac_take_grant(struct rs_ac *ac, u32 *slots, u32 max);
 void rs_ac_grant_soon(struct rs_ac *ac);
 int rs_ac_slots_room(struct rs_ac *ac, u32 n);
 void rs_ac_got_slots(struct rs_ac *ac, const void *payload, u32 n);
+u32 rs_ac_peek_slot(struct rs_ac *ac);
 u32 rs_ac_take_slot(struct rs_ac *ac);
 void rs_ac_got_credits(struct rs_ac *ac, u32 n);
 void rs_ac_queued_send(struct rs_ac *ac);

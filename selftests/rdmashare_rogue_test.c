@@ -36,9 +36,11 @@
  *  - granted_too_many: a version 4 peer that grants one AC more than 4096
  *    slots in all, 1024 at a time, loses its QP at the fifth grant;
  *  - continued, continued_alone, continued_too_long, continued_v4,
- *    continued_elsewhere: a peer that speaks version 5 may send the chunks
- *    after a message's first as RDMA WRITE WITH IMMEDIATE naming the AC
- *    (the message arrives whole, rx_writes counts them); one with no
+ *    continued_elsewhere, continued_joined, continued_over_credits: a peer
+ *    that speaks version 5 may send the chunks after a message's first as
+ *    RDMA WRITE WITH IMMEDIATE naming the AC, several slots' worth in one
+ *    (the message arrives whole, rx_writes counts them), but not over more
+ *    slots than it holds; one with no
  *    message in progress, one longer than the message has left, or one
  *    from a version 4 peer takes its QP down; one naming another
  *    connection id is dropped, the rogue's own message goes on.
@@ -621,6 +623,62 @@ TEST_F_TIMEOUT(rogue, continued, 240)
 	EXPECT_EQ(2, rogue_stat("rx_writes") - writes0);
 	EXPECT_TRUE(rogue_peer_listed());
 	rdmashare_close_ac(self->rs, ac);
+}
+
+/*
+ * Version 5: one WRITE WITH IMMEDIATE for two chunks, into two slots that
+ * follow each other (a slot's size, then 100 bytes): the receiver splits
+ * it at its slots' size, and the message arrives whole.
+ */
+TEST_F_TIMEOUT(rogue, continued_joined, 240)
+{
+	struct rdmashare_ac_stats st;
+	struct rogue_v4 a;
+	uint32_t msg_len;
+	char *in;
+	int ac;
+
+	placed_version = 5;
+	ac = rogue_v4_placed(_metadata, self, &a, 4);
+	ASSERT_LT(0, ac);
+	/* A fresh file grants its slots in order. */
+	ASSERT_EQ(a.slots[2] + 1, a.slots[3]);
+	msg_len = 64 + a.slot_size + 100;
+	in = calloc(1, msg_len);
+	ASSERT_NE(NULL, in);
+	ASSERT_EQ(0, rogue_place_first(&self->r, &a, 1, a.slots[1], "one", msg_len));
+	memset(self->r.buf, 0, a.slot_size + 100);
+	strcpy(self->r.buf, "two");
+	strcpy(self->r.buf + a.slot_size, "three");
+	ASSERT_EQ(0, rogue_write_imm(&self->r, a.slot_size + 100,
+				     (uint64_t)a.slots[2] * a.slot_size, a.rkey, a.id));
+	ASSERT_EQ(msg_len, rdmashare_recv(self->rs, ac, in, msg_len, 10000));
+	EXPECT_STREQ("one", in);
+	EXPECT_STREQ("two", in + 64);
+	EXPECT_STREQ("three", in + 64 + a.slot_size);
+	ASSERT_EQ(0, rdmashare_ac_stats(self->rs, ac, &st));
+	EXPECT_EQ(4, st.rx_chunks);
+	EXPECT_TRUE(rogue_peer_listed());
+	free(in);
+	rdmashare_close_ac(self->rs, ac);
+}
+
+/*
+ * Version 5: a WRITE WITH IMMEDIATE over three slots when only two are
+ * granted still: its QP goes.
+ */
+TEST_F_TIMEOUT(rogue, continued_over_credits, 240)
+{
+	struct rogue_v4 a;
+
+	placed_version = 5;
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 4));
+	ASSERT_EQ(0, rogue_place_first(&self->r, &a, 1, a.slots[1], "one",
+				       64 + 2 * a.slot_size + 1));
+	memset(self->r.buf, 0, 2 * a.slot_size + 1);
+	rogue_write_imm(&self->r, 2 * a.slot_size + 1, (uint64_t)a.slots[2] * a.slot_size,
+			a.rkey, a.id);
+	dropped_only_rogue(_metadata, self);
 }
 
 /* Version 5: a continuation with no message in progress. */
