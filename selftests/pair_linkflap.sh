@@ -55,7 +55,7 @@ peer)
 	echo "pair_linkflap (peer): eth0 up; QPs to $RS_PEER_IP at the end of the outage: $down_qps"
 	dmesg | grep -E 'rdmashare: .*port [0-9]+ down' | sed 's/^/pair_linkflap (peer): /'
 	[ "$down_qps" = 0 ] || fail "the QP outlived the link (nothing to test)"
-	timeout $BACK "$bin/rs-pingpong" -s -p 7311 || fail "ping-pong server"
+	timeout $BACK "$bin/rs-pingpong" -s -p 7311 -n 100 || fail "ping-pong server"
 	;;
 client)
 	"$bin/rs-stream" -s -p 7310 -a 1 >/tmp/flap-stream.log 2>&1 &

@@ -31,7 +31,7 @@ peer)
 	;;
 peer-again)
 	echo "pair_peerloss (peer-again): up again as $RS_IP"
-	timeout $BACK "$bin/rs-pingpong" -s -p 7301 || fail "ping-pong server"
+	timeout $BACK "$bin/rs-pingpong" -s -p 7301 -n 100 || fail "ping-pong server"
 	;;
 client)
 	# Far more data than can go in the time the peer lives.  The peer's
@@ -53,9 +53,11 @@ client)
 	[ $((end - start)) -le $((10 + LIMIT)) ] || fail "the ACs took too long to fail"
 
 	# The peer boots again; connect until its server is up.
-	# Every attempt's output is kept: the server serves one client, so
-	# an attempt that failed after its connect was accepted is the one
-	# that tells why the later ones find nobody.
+	# Every attempt's output is kept.  The server serves until a client
+	# had its 100 messages echoed: right after the reboot, a CONNECT may
+	# wait on rdma_cm's retries until the client's connect timeout ends
+	# just as the new server accepts it (the server then sees the AC
+	# closed, and so must accept again).
 	t0=$(date +%s)
 	: >/tmp/pp-all.log
 	while :; do

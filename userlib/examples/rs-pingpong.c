@@ -2,11 +2,14 @@
 /*
  * rs-pingpong: round-trip latency over one rdmashare abstract connection.
  *
- *   rs-pingpong -s [-p PORT]                       server: echo messages
+ *   rs-pingpong -s [-p PORT] [-n ITERS]            server: echo messages
  *   rs-pingpong -c HOST [-p PORT] [-n ITERS] [-l BYTES] [-v]
  *
  * The client sends a message, waits for it to come back, checks every byte
  * and prints the round-trip times (min, p50, p99, max, mean) in microseconds.
+ * The server echoes one client's messages and prints how many; with -n it
+ * serves client after client until one had ITERS messages echoed (a client
+ * that gave up before, say on a connect timeout, does not end it).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,9 +54,10 @@ static int resolve(const char *host, unsigned int port, struct sockaddr_storage 
 	return 0;
 }
 
-static int server(struct rdmashare *rs, unsigned int port, size_t max)
+static int server(struct rdmashare *rs, unsigned int port, size_t max, unsigned int want)
 {
 	char *buf = malloc(max);
+	unsigned int echoed;
 	ssize_t n;
 	int l, ac;
 
@@ -64,17 +68,23 @@ static int server(struct rdmashare *rs, unsigned int port, size_t max)
 	}
 	printf("rs-pingpong: listening on port %u\n", port);
 	fflush(stdout);
-	ac = rdmashare_accept(rs, l, 0);
-	if (ac < 0) {
-		fprintf(stderr, "rs-pingpong: accept: %s\n", strerror(-ac));
-		return 1;
-	}
-	while ((n = rdmashare_recv(rs, ac, buf, max, 0)) >= 0) {
-		if (rdmashare_send(rs, ac, buf, n))
-			break;
-	}
-	rdmashare_flush(rs, 10000);
-	rdmashare_close_ac(rs, ac);
+	do {
+		ac = rdmashare_accept(rs, l, 0);
+		if (ac < 0) {
+			fprintf(stderr, "rs-pingpong: accept: %s\n", strerror(-ac));
+			return 1;
+		}
+		echoed = 0;
+		while ((n = rdmashare_recv(rs, ac, buf, max, 0)) >= 0) {
+			if (rdmashare_send(rs, ac, buf, n))
+				break;
+			echoed++;
+		}
+		rdmashare_flush(rs, 10000);
+		rdmashare_close_ac(rs, ac);
+		printf("rs-pingpong: echoed %u messages\n", echoed);
+		fflush(stdout);
+	} while (want && echoed < want && n == -EPIPE);
 	free(buf);
 	return n == -EPIPE ? 0 : 1;
 }
@@ -129,9 +139,9 @@ static int client(struct rdmashare *rs, const char *host, unsigned int port,
 
 int main(int argc, char **argv)
 {
-	unsigned int port = 7100, iters = 1000;
+	unsigned int port = 7100, iters = 0;
 	const char *host = NULL;
-	int srv = 0, verbose = 0, opt, ret;
+	int srv = 0, verbose = 0, iters_set = 0, opt, ret;
 	struct rdmashare *rs;
 	size_t len = 64;
 
@@ -140,7 +150,7 @@ int main(int argc, char **argv)
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
 		case 'p': port = atoi(optarg); break;
-		case 'n': iters = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); iters_set = 1; break;
 		case 'l': len = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = 1; break;
 		default:
@@ -148,7 +158,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!srv == !host || !iters) {
+	if (!srv == !host || (iters_set && !iters)) {
 		fprintf(stderr, "usage: rs-pingpong -s | -c HOST [-p PORT] [-n ITERS] [-l BYTES] [-v]\n");
 		return 2;
 	}
@@ -160,7 +170,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rs-pingpong: %s: %s\n", RDMASHARE_DEV_PATH, strerror(-ret));
 		return 1;
 	}
-	ret = srv ? server(rs, port, 4 << 20) : client(rs, host, port, iters, len, verbose);
+	ret = srv ? server(rs, port, 4 << 20, iters) :
+		    client(rs, host, port, iters ?: 1000, len, verbose);
 	rdmashare_close(rs);
 	return ret;
 }
