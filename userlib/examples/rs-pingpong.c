@@ -64,6 +64,7 @@ static int server(struct rdmashare *rs, unsigned int port, size_t max, unsigned 
 	l = rdmashare_listen(rs, port, 16);
 	if (l < 0 || !buf) {
 		fprintf(stderr, "rs-pingpong: listen: %s\n", strerror(-l));
+		free(buf);
 		return 1;
 	}
 	printf("rs-pingpong: listening on port %u\n", port);
@@ -72,6 +73,7 @@ static int server(struct rdmashare *rs, unsigned int port, size_t max, unsigned 
 		ac = rdmashare_accept(rs, l, 0);
 		if (ac < 0) {
 			fprintf(stderr, "rs-pingpong: accept: %s\n", strerror(-ac));
+			free(buf);
 			return 1;
 		}
 		echoed = 0;
@@ -141,7 +143,7 @@ int main(int argc, char **argv)
 {
 	unsigned int port = 7100, iters = 0;
 	const char *host = NULL;
-	int srv = 0, verbose = 0, iters_set = 0, opt, ret;
+	int srv = 0, verbose = 0, opt, ret;
 	struct rdmashare *rs;
 	size_t len = 64;
 
@@ -150,18 +152,19 @@ int main(int argc, char **argv)
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
 		case 'p': port = atoi(optarg); break;
-		case 'n': iters = atoi(optarg); iters_set = 1; break;
+		case 'n':
+			iters = atoi(optarg);
+			if (!iters)
+				goto usage;
+			break;
 		case 'l': len = strtoul(optarg, NULL, 0); break;
 		case 'v': verbose = 1; break;
 		default:
-			fprintf(stderr, "usage: rs-pingpong -s | -c HOST [-p PORT] [-n ITERS] [-l BYTES] [-v]\n");
-			return 2;
+			goto usage;
 		}
 	}
-	if (!srv == !host || (iters_set && !iters)) {
-		fprintf(stderr, "usage: rs-pingpong -s | -c HOST [-p PORT] [-n ITERS] [-l BYTES] [-v]\n");
-		return 2;
-	}
+	if (!srv == !host)
+		goto usage;
 	ret = rdmashare_open(&rs, 0);
 	if (!ret)
 		ret = rdmashare_setup(rs, &(struct rdmashare_setup){
@@ -174,4 +177,8 @@ int main(int argc, char **argv)
 		    client(rs, host, port, iters ?: 1000, len, verbose);
 	rdmashare_close(rs);
 	return ret;
+
+usage:
+	fprintf(stderr, "usage: rs-pingpong -s [-p PORT] [-n ITERS] | -c HOST [-p PORT] [-n ITERS] [-l BYTES] [-v]\n");
+	return 2;
 }
