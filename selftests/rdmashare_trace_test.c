@@ -142,9 +142,16 @@ TEST_F_TIMEOUT(tr, events, 180)
 	if (access(EVENTS, W_OK))
 		SKIP(return, "no rdmashare events in tracefs at " TRACING);
 
-	/* A fresh QP: whatever earlier tests left goes idle and down. */
+	/*
+	 * A fresh QP: whatever earlier tests left goes idle and down.  Then
+	 * a long idle timeout while the AC opens: with 100 ms, the passive
+	 * QP, which has no AC until the CONNECT comes, could go down first
+	 * on a slow guest (the CONNECT is then retried on a new QP pair, and
+	 * the trace shows two).  100 ms again once the ACs are closed.
+	 */
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/idle_timeout_ms", "100"));
 	ASSERT_EQ(0, rs_wait_qps(0, 30));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/idle_timeout_ms", "60000"));
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "1"));
 	fd = open(TRACING "/trace", O_WRONLY | O_TRUNC);
 	ASSERT_LE(0, fd);
@@ -187,6 +194,7 @@ TEST_F_TIMEOUT(tr, events, 180)
 	ASSERT_EQ(0, rdmashare_close_ac(s, l));
 	rdmashare_close(c);
 	rdmashare_close(s);
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/idle_timeout_ms", "100"));
 	EXPECT_EQ(0, rs_wait_qps(0, 30));
 	ASSERT_EQ(0, rs_write_file(EVENTS, "0"));
 
