@@ -302,6 +302,7 @@ extern unsigned int rs_coalesce_max;
 extern unsigned int rs_pullup_max;
 extern unsigned int rs_autocork;
 extern unsigned int rs_inflight_max;
+extern unsigned int rs_inflight_bulk;
 extern unsigned int rs_busy_poll_us;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;

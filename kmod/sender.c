@@ -31,7 +31,10 @@
  * Autocork: a SEND goes at once when nothing is in flight; otherwise it
  * waits for a completion, gathering what comes in the meantime, unless it
  * is full or carries control records (credits), and no SEND is posted
- * while inflight_max bytes are in flight.
+ * while inflight_max bytes are in flight.  While small messages go on the
+ * QP, a large chunk (placed or in place) is not even taken while
+ * inflight_bulk bytes are (rs_tx_bulk_max()): a small message that comes
+ * waits behind what is in flight only.
  * A chunk needs one credit (a receive slot at the peer); an AC without
  * credits leaves the scheduler until the peer grants more.
  */
@@ -317,6 +320,28 @@ static bool rs_tx_write_joins(const struct rs_qp *qp, const struct rs_tx *tx,
 }
 
 /*
+ * How long large chunks keep to inflight_bulk after a small message: a few
+ * of its round trips behind bulk on rxe, so that a ping-pong keeps it.
+ */
+#define RS_SMALL_RECENT_MS	10
+
+/*
+ * Called with qp->lock held: the bytes in flight past which no large chunk
+ * is taken, and which one WRITE may take at most (half of it), so that a
+ * small message does not wait behind large chunks: inflight_max, or the
+ * lower inflight_bulk while small messages go on @qp.
+ */
+static u32 rs_tx_bulk_max(const struct rs_qp *qp)
+{
+	u32 max = READ_ONCE(rs_inflight_max);
+
+	if (qp->small_at &&
+	    time_before(jiffies, qp->small_at + msecs_to_jiffies(RS_SMALL_RECENT_MS) + 1))
+		max = min(max, READ_ONCE(rs_inflight_bulk));
+	return max;
+}
+
+/*
  * Called with qp->lock held, @tx a WRITE WITH IMMEDIATE (version 5): does
  * the next chunk of @ac, @len bytes at @off of its data area, continue it
  * into the peer's oldest slot granted?  Then it joins, up to half of
@@ -330,7 +355,7 @@ static bool rs_tx_imm_joins(struct rs_qp *qp, struct rs_ac *ac, const struct rs_
 		.map = ac->map, .off = off, .len = len, .rkey = ac->peer_rkey,
 		.raddr = (u64)rs_ac_peek_slot(ac) * ac->peer_stride,
 	};
-	u32 max = min_t(u32, READ_ONCE(rs_inflight_max) / 2, RS_PROTO_MAX_CHUNK);
+	u32 max = min_t(u32, rs_tx_bulk_max(qp) / 2, RS_PROTO_MAX_CHUNK);
 
 	return tx->imm_conn == ac->remote_id && tx->placed_bytes + len <= max &&
 	       rs_tx_write_joins(qp, tx, &w);
@@ -493,6 +518,20 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		placed = rs_tx_placed(qp, ac, tx, op->addr + op->sent, len);
 		zc = !placed && rs_tx_in_place(qp, ac, op->addr + op->sent, len);
 		/*
+		 * A large chunk waits, first in line, until less than
+		 * rs_tx_bulk_max() is in flight (what the SEND holds goes):
+		 * the scheduler chooses again when it can go, and a small
+		 * message that comes meanwhile (a new flow, served first)
+		 * does not wait behind it.
+		 */
+		if ((placed || zc) && qp->tx_inflight &&
+		    qp->tx_inflight_bytes >= rs_tx_bulk_max(qp)) {
+			/* Held for small messages, not by inflight_max. */
+			if (qp->tx_inflight_bytes < READ_ONCE(rs_inflight_max))
+				rs_qp_stat(qp, RS_STAT_BULK_HELD, 1);
+			goto full;
+		}
+		/*
 		 * Version 5: a placed chunk that continues a message and goes
 		 * alone needs no record: a WRITE WITH IMMEDIATE, which the
 		 * next chunks join while they go on into the next slots.
@@ -531,6 +570,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		p->m.type = RS_MSG_DATA;
 		p->m.seq = op->seq;
 		p->m.msg_len = op->len;
+		/* A small message: large chunks make way a while (0: none yet). */
+		if (!op->sent && op->len <= READ_ONCE(rs_pullup_max))
+			qp->small_at = jiffies ?: 1;
 		p->m.offset = op->sent;
 		p->m.len = len;
 		if (!op->sent)

@@ -110,6 +110,7 @@ RS_STAT_ATTR(tx_placed, RS_STAT_TX_PLACED);
 RS_STAT_ATTR(busy_polled, RS_STAT_BUSY_POLLED);
 RS_STAT_ATTR(tx_writes, RS_STAT_TX_WRITES);
 RS_STAT_ATTR(rx_writes, RS_STAT_RX_WRITES);
+RS_STAT_ATTR(bulk_held, RS_STAT_BULK_HELD);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -138,6 +139,7 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_busy_polled.attr,
 	&rs_stat_tx_writes.attr,
 	&rs_stat_rx_writes.attr,
+	&rs_stat_bulk_held.attr,
 	NULL,
 };
 

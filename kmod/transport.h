@@ -230,6 +230,8 @@ enum rs_qp_state {
  * @quarantined: closed ACs whose slots the peer may still fill, until its
  *	CLOSE or the QP's end (rs_ac.quar_node, credit.c); a reference each
  * @quar_over: the QP is destroyed: nothing fills a slot, none is kept
+ * @small_at: jiffies when the sender last took a small message (one it
+ *	copies whole): large chunks keep to inflight_bulk for a while after
  * @hol_ac: the AC whose message the last chunk was in the middle of (no
  *	reference: unpinning an AC clears it)
  * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
@@ -276,6 +278,7 @@ struct rs_qp {
 	struct rs_tx_wrs *wrs;
 	unsigned long xmit_flags;
 	struct rs_tx *tx_open;
+	unsigned long small_at;
 	struct work_struct send_work;
 	struct work_struct down_work;
 	struct work_struct connect_work;

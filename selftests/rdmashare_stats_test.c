@@ -39,7 +39,11 @@
  *    an RDMA WRITE (tx_writes), so do placed records' with coalesce_max
  *    raised; with pullup_max
  *    1 MiB all are copied again, both ways; every byte arrives intact; a
- *    value over 1 MiB is EINVAL.
+ *    value over 1 MiB is EINVAL;
+ *  - bulk_yields: with inflight_bulk 1, a QP's large chunks wait while
+ *    anything is in flight once a small message went (bulk_held counts
+ *    it), with inflight_bulk 1 GiB never; every message arrives intact;
+ *    0 and values over 1 GiB are EINVAL.
  */
 #include <arpa/inet.h>
 
@@ -90,6 +94,7 @@ FIXTURE(st) {
 	char coalesce[32];
 	char autocork[32];
 	char inflight[32];
+	char bulk[32];
 	char pullup[32];
 };
 
@@ -107,6 +112,7 @@ FIXTURE_SETUP(st)
 				  sizeof(self->autocork)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/inflight_max", self->inflight,
 				  sizeof(self->inflight)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/inflight_bulk", self->bulk, sizeof(self->bulk)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/pullup_max", self->pullup,
 				  sizeof(self->pullup)));
 }
@@ -119,6 +125,7 @@ FIXTURE_TEARDOWN(st)
 	rs_write_file(RS_SYSFS "/coalesce_max", self->coalesce);
 	rs_write_file(RS_SYSFS "/autocork", self->autocork);
 	rs_write_file(RS_SYSFS "/inflight_max", self->inflight);
+	rs_write_file(RS_SYSFS "/inflight_bulk", self->bulk);
 	rs_write_file(RS_SYSFS "/pullup_max", self->pullup);
 }
 
@@ -372,6 +379,7 @@ TEST_F_TIMEOUT(st, verbs_owner, 120)
 struct counters {
 	long tx_msgs, tx_bytes, tx_chunks, rx_msgs, rx_bytes, rx_chunks, qps_up;
 	long tx_sends, tx_wire_bytes, tx_copied, rx_copied, tx_writes, rx_writes;
+	long bulk_held;
 };
 
 static int read_counters(const char *dir, struct counters *c)
@@ -397,6 +405,7 @@ static int read_counters(const char *dir, struct counters *c)
 	RD(rx_copied);
 	RD(tx_writes);
 	RD(rx_writes);
+	RD(bulk_held);
 #undef RD
 	return 0;
 }
@@ -675,11 +684,10 @@ static long copied_of(long len, long chunk, long pullup)
 	return copied;
 }
 
-/* SEND @len bytes at @off of @c's data area on @ac, and wait for it. */
-static int send_at(struct rdmashare *c, int ac, size_t off, __u32 len, __u64 tag)
+/* Queue a SEND of @len bytes at @off of @c's data area on @ac (@tag). */
+static int queue_send(struct rdmashare *c, int ac, size_t off, __u32 len, __u64 tag)
 {
 	struct rdmashare_sqe *sqe = rdmashare_get_sqe(c);
-	int ret;
 
 	if (!sqe)
 		return -EBUSY;
@@ -688,6 +696,16 @@ static int send_at(struct rdmashare *c, int ac, size_t off, __u32 len, __u64 tag
 	sqe->addr = off;
 	sqe->len = len;
 	sqe->user_data = tag;
+	return 0;
+}
+
+/* SEND @len bytes at @off of @c's data area on @ac, and wait for it. */
+static int send_at(struct rdmashare *c, int ac, size_t off, __u32 len, __u64 tag)
+{
+	int ret = queue_send(c, ac, off, len, tag);
+
+	if (ret)
+		return ret;
 	ret = rdmashare_submit(c);
 	if (ret < 0)
 		return ret;
@@ -867,6 +885,90 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	EXPECT_EQ(msgs[1].len, d1.rx_copied - d0.rx_copied);
 	free(in);
 	free(out);
+}
+
+/*
+ * @rounds times, a 64-byte message on @small and a 256 KiB one on @big,
+ * submitted together, received intact on @ssmall and @sbig of @s.
+ */
+static int small_and_bulk(struct rdmashare *c, struct rdmashare *s, int small, int big,
+			  int ssmall, int sbig, int rounds)
+{
+	const __u32 big_len = 256 << 10;
+	unsigned char *in = malloc(big_len), *out = malloc(big_len), *data;
+	int i, ret = -1;
+	size_t size;
+
+	data = rdmashare_data(c, &size);
+	if (!in || !out || !data || size < (2 << 20) + big_len)
+		goto out;
+	for (i = 0; i < rounds; i++) {
+		fill_at(data + (1 << 20), 64, i);
+		fill_at(data + (2 << 20), big_len, i + 100);
+		if (queue_send(c, small, 1 << 20, 64, 2 * i + 1) ||
+		    queue_send(c, big, 2 << 20, big_len, 2 * i + 2) ||
+		    rdmashare_submit(c) < 0 ||
+		    rs_op_result(c, 2 * i + 1) != 64 || rs_op_result(c, 2 * i + 2) != (int)big_len)
+			goto out;
+		fill_at(out, 64, i);
+		if (rdmashare_recv(s, ssmall, in, 64, 10000) != 64 || memcmp(in, out, 64))
+			goto out;
+		fill_at(out, big_len, i + 100);
+		if (rdmashare_recv(s, sbig, in, big_len, 10000) != (ssize_t)big_len ||
+		    memcmp(in, out, big_len))
+			goto out;
+	}
+	ret = 0;
+out:
+	free(in);
+	free(out);
+	return ret;
+}
+
+/*
+ * inflight_bulk: while small messages go on a QP, its large chunks wait
+ * while that many bytes are in flight (bulk_held counts it), so that a
+ * small message waits behind little; at inflight_max or more it changes
+ * nothing.  Every message arrives intact either way; 0 and values over
+ * 1 GiB are EINVAL.
+ */
+TEST_F_TIMEOUT(st, bulk_yields, 180)
+{
+	struct sockaddr_in sin = addr_of(PORT + 12);
+	int cac[2], sac[2], l;
+	struct counters d0, d1;
+	char dev[512];
+
+	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev)));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/inflight_bulk", "0"));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/inflight_bulk", "1073741825"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "4096"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "32"));
+	rdmashare_close(self->s);
+	self->s = rs_open_setup(4 << 20, 512);
+	ASSERT_NE(NULL, self->s);
+	/* A bulk AC and a small one, on the same QP. */
+	l = pair(self->c, self->s, PORT + 12, &cac[0], &sac[0]);
+	ASSERT_LE(0, l);
+	cac[1] = rdmashare_connect(self->c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac[1]);
+	sac[1] = rdmashare_accept(self->s, l, 20000);
+	ASSERT_LE(0, sac[1]);
+
+	/* Held: whatever is in flight is too much. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/inflight_bulk", "1"));
+	ASSERT_EQ(0, read_counters(dev, &d0));
+	ASSERT_EQ(0, small_and_bulk(self->c, self->s, cac[1], cac[0], sac[1], sac[0], 8));
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	TH_LOG("inflight_bulk 1: large chunks held %ld times", d1.bulk_held - d0.bulk_held);
+	EXPECT_LT(0, d1.bulk_held - d0.bulk_held);
+
+	/* Not below inflight_max: never held for small messages. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/inflight_bulk", "1073741824"));
+	ASSERT_EQ(0, read_counters(dev, &d0));
+	ASSERT_EQ(0, small_and_bulk(self->c, self->s, cac[1], cac[0], sac[1], sac[0], 8));
+	ASSERT_EQ(0, read_counters(dev, &d1));
+	EXPECT_EQ(0, d1.bulk_held - d0.bulk_held);
 }
 
 TEST_HARNESS_MAIN

@@ -39,7 +39,7 @@ static const char * const stat_names[] = {
 	"ctrl_tx", "ctrl_rx", "credit_stalls", "errors", "qps_up",
 	"qps_lost", "reconnects", "srq_refills", "srq_low", "srq_renewals",
 	"tx_sends", "rx_sends", "tx_wire_bytes", "tx_copied", "rx_copied", "sq_polled",
-	"tx_placed", "busy_polled", "tx_writes", "rx_writes",
+	"tx_placed", "busy_polled", "tx_writes", "rx_writes", "bulk_held",
 };
 #define NR_STATS (sizeof(stat_names) / sizeof(stat_names[0]))
 
