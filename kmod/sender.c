@@ -518,17 +518,18 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		placed = rs_tx_placed(qp, ac, tx, op->addr + op->sent, len);
 		zc = !placed && rs_tx_in_place(qp, ac, op->addr + op->sent, len);
 		/*
-		 * A large chunk waits, first in line, until less than
-		 * rs_tx_bulk_max() is in flight (what the SEND holds goes):
-		 * the scheduler chooses again when it can go, and a small
-		 * message that comes meanwhile (a new flow, served first)
-		 * does not wait behind it.
+		 * While small messages go (rs_tx_bulk_max() under
+		 * inflight_max), a large chunk waits, first in line, until
+		 * less than that is in flight (what the SEND holds goes): the
+		 * scheduler chooses again when it can go, and a small message
+		 * that comes meanwhile (a new flow, served first) does not
+		 * wait behind it.  inflight_max holds SENDs once they are
+		 * built (rs_tx_may_post()).
 		 */
 		if ((placed || zc) && qp->tx_inflight &&
-		    qp->tx_inflight_bytes >= rs_tx_bulk_max(qp)) {
-			/* Held for small messages, not by inflight_max. */
-			if (qp->tx_inflight_bytes < READ_ONCE(rs_inflight_max))
-				rs_qp_stat(qp, RS_STAT_BULK_HELD, 1);
+		    qp->tx_inflight_bytes >= rs_tx_bulk_max(qp) &&
+		    qp->tx_inflight_bytes < READ_ONCE(rs_inflight_max)) {
+			rs_qp_stat(qp, RS_STAT_BULK_HELD, 1);
 			goto full;
 		}
 		/*
