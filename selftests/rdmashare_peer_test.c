@@ -438,8 +438,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Twenty-five tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(25, n);
+	/* Twenty-six tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(26, n);
 }
 
 TEST_F(tun, tunable_unprivileged)
