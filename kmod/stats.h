@@ -37,7 +37,7 @@ enum rs_stat {
 	RS_STAT_BUSY_POLLED,	/* completions a waiting thread polled itself */
 	RS_STAT_TX_WRITES,	/* RDMA WRITEs posted: placed chunks, joined */
 	RS_STAT_RX_WRITES,	/* WRITE WITH IMMEDIATEs received: chunks, no SEND */
-	RS_STAT_BULK_HELD,	/* large chunks held back for small messages */
+	RS_STAT_BULK_HELD,	/* times a large chunk waited for small messages */
 	RS_STAT_NR
 };
 
