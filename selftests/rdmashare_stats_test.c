@@ -766,6 +766,12 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "4096"));
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/coalesce_max", "4096"));
 	/*
+	 * Joins are counted here, not the hold for small messages: a small
+	 * message less than 10 ms before a large one would cap its WRITEs at
+	 * inflight_bulk (bulk_yields tests that).
+	 */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/inflight_bulk", "1073741824"));
+	/*
 	 * A server with 512 slots of a chunk (16 KiB): 8 MiB, more pages
 	 * than rxe's memory regions take (512), which only runs of
 	 * contiguous pages make fit (area.c).
