@@ -283,6 +283,7 @@ int rs_params_check(void);
 #define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
 #define RS_CQ_DEPTH_MAX		BIT(20)
 #define RS_BUSY_POLL_US_MAX	10000	/* busy_poll_us: 10 ms */
+#define RS_BULK_DELAY_US_MAX	100000	/* bulk_delay_us: 100 ms */
 #define RS_SLOT_ALIGN		64	/* SETUP's rx_slot_size is a multiple */
 /*
  * Work requests one SEND of a shared QP takes at most, in its send queue
@@ -302,7 +303,7 @@ extern unsigned int rs_coalesce_max;
 extern unsigned int rs_pullup_max;
 extern unsigned int rs_autocork;
 extern unsigned int rs_inflight_max;
-extern unsigned int rs_inflight_bulk;
+extern unsigned int rs_bulk_delay_us;
 extern unsigned int rs_busy_poll_us;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;

@@ -32,15 +32,17 @@
  * waits for a completion, gathering what comes in the meantime, unless it
  * is full or carries control records (credits), and no SEND is posted
  * while inflight_max bytes are in flight.  While small messages go on the
- * QP, a large chunk (placed or in place) is not even taken while
- * inflight_bulk bytes are (rs_tx_bulk_max()): a small message that comes
- * waits behind what is in flight only.
+ * QP, a large chunk (placed or in place) is not even taken while the QP
+ * has what it drains in bulk_delay_us in flight (rs_tx_bulk_max(),
+ * drain.c): a small message that comes waits behind what is in flight
+ * only, about that long.
  * A chunk needs one credit (a receive slot at the peer); an AC without
  * credits leaves the scheduler until the peer grants more.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
 
 #include "trace.h"
 #include "transport.h"
@@ -162,6 +164,8 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 	if (posted) {
 		qp->tx_inflight--;
 		qp->tx_inflight_bytes -= tx->len + tx->placed_bytes;
+		rs_drain_complete(&qp->drain, ktime_get_ns(), tx->len + tx->placed_bytes,
+				  qp->tx_inflight_bytes, 2 * READ_ONCE(rs_tx_chunk));
 	}
 	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
 	spin_unlock_irq(&qp->lock);
@@ -320,7 +324,7 @@ static bool rs_tx_write_joins(const struct rs_qp *qp, const struct rs_tx *tx,
 }
 
 /*
- * How long large chunks keep to inflight_bulk after a small message: a few
+ * How long large chunks keep to bulk_delay_us after a small message: a few
  * of its round trips behind bulk on rxe, so that a ping-pong keeps it.
  */
 #define RS_SMALL_RECENT_MS	10
@@ -328,8 +332,8 @@ static bool rs_tx_write_joins(const struct rs_qp *qp, const struct rs_tx *tx,
 /*
  * Called with qp->lock held: the bytes in flight past which no large chunk
  * is taken, and which one WRITE may take at most (half of it), so that a
- * small message does not wait behind large chunks: inflight_max, or the
- * lower inflight_bulk while small messages go on @qp.
+ * small message does not wait behind large chunks: inflight_max, or while
+ * small messages go on @qp what it drains in bulk_delay_us, if less.
  */
 static u32 rs_tx_bulk_max(const struct rs_qp *qp)
 {
@@ -337,7 +341,7 @@ static u32 rs_tx_bulk_max(const struct rs_qp *qp)
 
 	if (qp->small_at &&
 	    time_before(jiffies, qp->small_at + msecs_to_jiffies(RS_SMALL_RECENT_MS) + 1))
-		max = min(max, READ_ONCE(rs_inflight_bulk));
+		max = rs_drain_window(&qp->drain, READ_ONCE(rs_bulk_delay_us), max);
 	return max;
 }
 

@@ -27,6 +27,7 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
+#include "drain.h"
 #include "proto.h"
 #include "rdmashare.h"
 #include "sched.h"
@@ -231,7 +232,9 @@ enum rs_qp_state {
  *	CLOSE or the QP's end (rs_ac.quar_node, credit.c); a reference each
  * @quar_over: the QP is destroyed: nothing fills a slot, none is kept
  * @small_at: jiffies when the sender last took a small message (one it
- *	copies whole): large chunks keep to inflight_bulk for a while after
+ *	copies whole): large chunks keep to bulk_delay_us of @drain for a
+ *	while after
+ * @drain: the rate at which SENDs complete while the QP is busy (drain.c)
  * @hol_ac: the AC whose message the last chunk was in the middle of (no
  *	reference: unpinning an AC clears it)
  * @nr_waiters: CONNECTs that chose this QP and have not pinned their AC
@@ -279,6 +282,7 @@ struct rs_qp {
 	unsigned long xmit_flags;
 	struct rs_tx *tx_open;
 	unsigned long small_at;
+	struct rs_drain drain;
 	struct work_struct send_work;
 	struct work_struct down_work;
 	struct work_struct connect_work;

@@ -41,8 +41,11 @@ unsigned int rs_autocork = 1;
 unsigned int rs_busy_poll_us;
 /* Bytes of SENDs in flight per QP past which no more are posted. */
 unsigned int rs_inflight_max = SZ_128K;
-/* The same for a large chunk while small messages go on the QP. */
-unsigned int rs_inflight_bulk = SZ_16K;
+/*
+ * While small messages go on a QP, no large chunk is taken while the QP has
+ * what it drains in this long in flight, us; 0: inflight_max holds them.
+ */
+unsigned int rs_bulk_delay_us = 250;
 /* Interleave the chunks of different ACs; 0: a message goes out whole. */
 unsigned int rs_split = 1;
 /* Receive slots a new AC opens with (its fixed window before version 3). */
@@ -173,7 +176,7 @@ RS_TUNABLE(pullup_max, rs_pullup_max, 0, RS_PROTO_MAX_CHUNK, NULL);
 /* Apply to the next SEND the sender posts. */
 RS_TUNABLE(autocork, rs_autocork, 0, 1, NULL);
 RS_TUNABLE(inflight_max, rs_inflight_max, 1, SZ_1G, NULL);
-RS_TUNABLE(inflight_bulk, rs_inflight_bulk, 1, SZ_1G, NULL);
+RS_TUNABLE(bulk_delay_us, rs_bulk_delay_us, 0, RS_BULK_DELAY_US_MAX, NULL);
 /* Applies to the next wait in ENTER. */
 RS_TUNABLE(busy_poll_us, rs_busy_poll_us, 0, RS_BUSY_POLL_US_MAX, NULL);
 /* Applies to ACs opened after the write. */
@@ -232,7 +235,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_pullup_max.attr.attr,
 	&rs_tunable_autocork.attr.attr,
 	&rs_tunable_inflight_max.attr.attr,
-	&rs_tunable_inflight_bulk.attr.attr,
+	&rs_tunable_bulk_delay_us.attr.attr,
 	&rs_tunable_busy_poll_us.attr.attr,
 	&rs_tunable_credits_per_ac.attr.attr,
 	&rs_tunable_send_depth.attr.attr,

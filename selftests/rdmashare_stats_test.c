@@ -40,10 +40,11 @@
  *    raised; with pullup_max
  *    1 MiB all are copied again, both ways; every byte arrives intact; a
  *    value over 1 MiB is EINVAL;
- *  - bulk_yields: with inflight_bulk 1, a QP's large chunks wait while
- *    anything is in flight once a small message went (bulk_held counts
- *    it), with inflight_bulk 1 GiB never; every message arrives intact;
- *    0 and values over 1 GiB are EINVAL.
+ *  - bulk_yields: bulk traffic gives the QP a drain rate (debugfs); with
+ *    bulk_delay_us 1, its large chunks then wait while anything is in
+ *    flight once a small message went (bulk_held counts it), with
+ *    bulk_delay_us 0 never; every message arrives intact; values over
+ *    100000 are EINVAL.
  */
 #include <arpa/inet.h>
 
@@ -112,7 +113,7 @@ FIXTURE_SETUP(st)
 				  sizeof(self->autocork)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/inflight_max", self->inflight,
 				  sizeof(self->inflight)));
-	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/inflight_bulk", self->bulk, sizeof(self->bulk)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/bulk_delay_us", self->bulk, sizeof(self->bulk)));
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/pullup_max", self->pullup,
 				  sizeof(self->pullup)));
 }
@@ -125,7 +126,7 @@ FIXTURE_TEARDOWN(st)
 	rs_write_file(RS_SYSFS "/coalesce_max", self->coalesce);
 	rs_write_file(RS_SYSFS "/autocork", self->autocork);
 	rs_write_file(RS_SYSFS "/inflight_max", self->inflight);
-	rs_write_file(RS_SYSFS "/inflight_bulk", self->bulk);
+	rs_write_file(RS_SYSFS "/bulk_delay_us", self->bulk);
 	rs_write_file(RS_SYSFS "/pullup_max", self->pullup);
 }
 
@@ -768,9 +769,9 @@ TEST_F_TIMEOUT(st, zero_copy, 180)
 	/*
 	 * Joins are counted here, not the hold for small messages: a small
 	 * message less than 10 ms before a large one would cap its WRITEs at
-	 * inflight_bulk (bulk_yields tests that).
+	 * what the QP drains in bulk_delay_us (bulk_yields tests that).
 	 */
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/inflight_bulk", "1073741824"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/bulk_delay_us", "0"));
 	/*
 	 * A server with 512 slots of a chunk (16 KiB): 8 MiB, more pages
 	 * than rxe's memory regions take (512), which only runs of
@@ -932,11 +933,42 @@ out:
 }
 
 /*
- * inflight_bulk: while small messages go on a QP, its large chunks wait
- * while that many bytes are in flight (bulk_held counts it), so that a
- * small message waits behind little; at inflight_max or more it changes
- * nothing.  Every message arrives intact either way; 0 and values over
- * 1 GiB are EINVAL.
+ * The drain rate (kB/s) debugfs shows for the QP that sends (the active
+ * one) to this host itself; -1 if there is none.
+ */
+static long active_drain(void)
+{
+	char path[256], *buf = calloc(1, 65536), *qp;
+	long rate = -1;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/rdmashare/peers/%s",
+		 getenv("RS_IP") ?: "127.0.0.1");
+	fd = open(path, O_RDONLY);
+	if (!buf || fd < 0)
+		goto out;
+	n = read(fd, buf, 65535);
+	if (n <= 0)
+		goto out;
+	buf[n] = 0;
+	qp = strstr(buf, " up active");
+	qp = qp ? strstr(qp, " drain_kBps ") : NULL;
+	if (qp)
+		rate = strtol(qp + strlen(" drain_kBps "), NULL, 10);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rate;
+}
+
+/*
+ * bulk_delay_us: while small messages go on a QP, its large chunks wait
+ * while it has what it drains in that long in flight (bulk_held counts
+ * it), so that a small message waits behind little; 0 turns it off.  The
+ * rate comes from bulk traffic (no hold until it came).  Every
+ * message arrives intact either way; over 100 ms is EINVAL.
  */
 TEST_F_TIMEOUT(st, bulk_yields, 180)
 {
@@ -944,10 +976,11 @@ TEST_F_TIMEOUT(st, bulk_yields, 180)
 	int cac[2], sac[2], l;
 	struct counters d0, d1;
 	char dev[512];
+	long rate;
 
 	ASSERT_EQ(0, rs_first_device(dev, sizeof(dev)));
-	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/inflight_bulk", "0"));
-	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/inflight_bulk", "1073741825"));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/bulk_delay_us", "100001"));
+	EXPECT_EQ(-EINVAL, rs_write_file(RS_SYSFS "/bulk_delay_us", "-1"));
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/pullup_max", "4096"));
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "32"));
 	rdmashare_close(self->s);
@@ -961,16 +994,23 @@ TEST_F_TIMEOUT(st, bulk_yields, 180)
 	sac[1] = rdmashare_accept(self->s, l, 20000);
 	ASSERT_LE(0, sac[1]);
 
-	/* Held: whatever is in flight is too much. */
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/inflight_bulk", "1"));
+	/* Bulk alone, nothing held: the QP learns its drain rate. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/bulk_delay_us", "0"));
+	ASSERT_EQ(0, small_and_bulk(self->c, self->s, cac[1], cac[0], sac[1], sac[0], 8));
+	rate = active_drain();
+	TH_LOG("drain rate after bulk: %ld kB/s", rate);
+	EXPECT_LT(0, rate);
+
+	/* Held: what is in flight drains in more than 1 us. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/bulk_delay_us", "1"));
 	ASSERT_EQ(0, read_counters(dev, &d0));
 	ASSERT_EQ(0, small_and_bulk(self->c, self->s, cac[1], cac[0], sac[1], sac[0], 8));
 	ASSERT_EQ(0, read_counters(dev, &d1));
-	TH_LOG("inflight_bulk 1: large chunks held %ld times", d1.bulk_held - d0.bulk_held);
+	TH_LOG("bulk_delay_us 1: large chunks held %ld times", d1.bulk_held - d0.bulk_held);
 	EXPECT_LT(0, d1.bulk_held - d0.bulk_held);
 
-	/* Not below inflight_max: never held for small messages. */
-	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/inflight_bulk", "1073741824"));
+	/* Off: never held for small messages. */
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/bulk_delay_us", "0"));
 	ASSERT_EQ(0, read_counters(dev, &d0));
 	ASSERT_EQ(0, small_and_bulk(self->c, self->s, cac[1], cac[0], sac[1], sac[0], 8));
 	ASSERT_EQ(0, read_counters(dev, &d1));
