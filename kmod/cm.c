@@ -157,6 +157,7 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		param.srq = 1;
 		param.rnr_retry_count = RS_RNR_RETRY_COUNT;
 		param.retry_count = RS_RETRY_COUNT;
+		rs_qp_arm_setup(qp);
 		ret = rdma_accept(id, &param);	/* rejects if it fails */
 	}
 	if (ret) {

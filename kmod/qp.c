@@ -123,6 +123,9 @@ static void rs_qp_arm_idle(struct rs_qp *qp)
  * down.  rs_peers_lock keeps new CONNECTs from choosing it meanwhile.  A
  * peer's CONNECT already on the wire fails with the QP; the peer's
  * rs_ac_connect() then tries once more on a new QP.
+ *
+ * Before that, the same timer bounds a passive QP's setup
+ * (rs_qp_arm_setup()): one the peer has not established by then goes too.
  */
 static void rs_qp_idle(struct work_struct *work)
 {
@@ -133,10 +136,24 @@ static void rs_qp_idle(struct work_struct *work)
 	spin_lock_irq(&qp->lock);
 	idle = qp->state == RS_QP_UP && !qp->nr_acs && !atomic_read(&qp->nr_waiters) &&
 	       READ_ONCE(rs_idle_timeout_ms);
+	idle |= qp->state == RS_QP_CONNECTING && !qp->active;
 	spin_unlock_irq(&qp->lock);
 	if (idle)
 		rs_qp_down(qp, -ETIMEDOUT);
 	mutex_unlock(&rs_peers_lock);
+}
+
+/*
+ * A passive QP about to accept: it has connect_timeout_ms to be
+ * established.  A peer whose RTU never comes (it gave up on its CONNECT
+ * and its REJ was lost, or it never meant to send one) would otherwise
+ * hold the QP for as long as rdma_cm resends the REP, about a minute.
+ * Once up, the QP arms the idle timer in its stead (rs_qp_established()).
+ */
+void rs_qp_arm_setup(struct rs_qp *qp)
+{
+	mod_delayed_work(rs_wq, &qp->idle_work,
+			 msecs_to_jiffies(READ_ONCE(rs_connect_timeout_ms)));
 }
 
 /* Called with rs_peers_lock held: rs_idle_timeout_ms changed. */
@@ -145,7 +162,7 @@ void rs_qp_idle_changed(struct rs_qp *qp)
 	spin_lock_irq(&qp->lock);
 	if (READ_ONCE(rs_idle_timeout_ms))
 		rs_qp_arm_idle(qp);
-	else
+	else if (qp->state == RS_QP_UP)		/* not a passive QP's setup */
 		cancel_delayed_work(&qp->idle_work);
 	spin_unlock_irq(&qp->lock);
 }

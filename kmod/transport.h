@@ -224,7 +224,8 @@ enum rs_qp_state {
  * @down_work: fails the pinned ACs and tears the QP down
  * @connect_work: an active QP's bind to a privileged port and address
  *	resolution (reference held while queued)
- * @idle_work: takes the QP down once it had no AC for rs_idle_timeout_ms
+ * @idle_work: takes the QP down once it had no AC for rs_idle_timeout_ms,
+ *	or, passive, was not established within rs_connect_timeout_ms
  * @acs: ACs pinned to this QP (rs_ac.qp_node)
  * @nr_acs: length of @acs
  * @groups: scheduler groups of the files with ACs here (rs_qp_group.node)
@@ -636,6 +637,7 @@ void rs_qp_put(struct rs_qp *qp);
 void rs_qp_down(struct rs_qp *qp, int error);
 void rs_qp_unwait(struct rs_qp *qp);
 void rs_qp_idle_changed(struct rs_qp *qp);
+void rs_qp_arm_setup(struct rs_qp *qp);
 void rs_qp_keepalive_changed(struct rs_qp *qp);
 void rs_qp_sched_changed(struct rs_qp *qp);
 void rs_qp_pin_locked(struct rs_qp *qp, struct rs_ac *ac, struct rs_qp_group **spare);

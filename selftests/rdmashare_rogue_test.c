@@ -17,6 +17,8 @@
  *    answers: its QP goes;
  *  - rnr_gives_up: a peer that posts no receives loses its QP to the
  *    finite RNR retry within seconds;
+ *  - half_open: a peer that never sends the RTU of its CONNECT REQUEST
+ *    loses the QP set up for it after connect_timeout_ms;
  *  - malformed_batch: a peer that speaks protocol version 2 gets batches
  *    taken (a chunk and a KEEPALIVE in one SEND), and a batch with one bad
  *    record (padding that is not zero) refused whole: its good chunk never
@@ -948,6 +950,49 @@ TEST_F_TIMEOUT(rogue, rnr_gives_up, 90)
 		usleep(100000);
 	TH_LOG("the rogue's QP went after %.1f s", rs_now() - t0);
 	dropped_only_rogue(_metadata, self);
+}
+
+/* The QPs the module has from the rogue's address. */
+static int rogue_qps(void)
+{
+	char buf[32];
+
+	if (rs_read_file(RS_SYSFS "/peers/" ROGUE_IP "/qps", buf, sizeof(buf)))
+		return -1;
+	return atoi(buf);
+}
+
+/*
+ * A peer that asks for a QP and never completes the handshake (no RTU for
+ * the module's REP): the QP set up for it goes within connect_timeout_ms,
+ * not when rdma_cm stops resending the REP (about a minute).  The rogue's
+ * other QP and the legitimate AC go on.
+ */
+TEST_F_TIMEOUT(rogue, half_open, 90)
+{
+	char before[32];
+	struct rogue h;
+	double t0, took;
+	int ret;
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/connect_timeout_ms", before, sizeof(before)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", "2000"));
+	ret = rogue_connect_half(&h, rs_ip(), ROGUE_IP, ROGUE_PORT + 6);
+	t0 = rs_now();
+	EXPECT_EQ(RDMA_CM_EVENT_CONNECT_RESPONSE, ret);
+	EXPECT_EQ(2, rogue_qps());
+	while (rogue_qps() > 1 && rs_now() < t0 + 40)
+		usleep(100000);
+	took = rs_now() - t0;
+	TH_LOG("the half-open QP went after %.1f s", took);
+	EXPECT_EQ(1, rogue_qps());
+	EXPECT_GT(15, took);
+	if (ret == RDMA_CM_EVENT_CONNECT_RESPONSE)
+		rogue_close(&h);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", before));
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+	EXPECT_EQ(-ETIMEDOUT, rogue_wait_disconnect(&self->r, 500));
+	EXPECT_TRUE(rogue_peer_listed());
 }
 
 /* rxe setup and 40 QPs are slow under emulation and in the debug kernel. */

@@ -116,34 +116,36 @@ static inline void rogue_close(struct rogue *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/*
- * Connect to @dst's rdmashare from @src (NULL: the route's) and @src_port
- * (0: any), with receive buffers posted; the event that ended the attempt
- * (RDMA_CM_EVENT_ESTABLISHED: connected, keep @r; otherwise closed), or
- * -errno of a step that failed.
- */
-static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *src,
-			     unsigned int src_port)
+/* The private data of a CONNECT REQUEST, rogue_version's (4 or 8 bytes). */
+static inline struct rdma_conn_param rogue_param(unsigned char priv[8])
 {
-	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(ROGUE_CM_PORT) };
-	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(src_port) };
-	/* The version; from version 2, the receive buffer size (big endian). */
-	unsigned char priv[8] = { rogue_version, 0, 0, 0,
-				  ROGUE_BUF >> 24, (ROGUE_BUF >> 16) & 0xff,
-				  (ROGUE_BUF >> 8) & 0xff, ROGUE_BUF & 0xff };
 	struct rdma_conn_param param = {
 		.private_data = priv,
 		.private_data_len = rogue_version >= 2 ? 8 : 4,
 		.retry_count = 6,
 		.rnr_retry_count = 7,
 	};
-	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 16, .max_recv_wr = ROGUE_RECVS, .max_send_sge = 2,
-			 .max_recv_sge = 1 },
-		.qp_type = IBV_QPT_RC,
-		.sq_sig_all = 1,
-	};
-	int ret, ev, i;
+
+	/* The version; from version 2, the receive buffer size (big endian). */
+	priv[0] = rogue_version;
+	priv[1] = priv[2] = priv[3] = 0;
+	priv[4] = ROGUE_BUF >> 24;
+	priv[5] = (ROGUE_BUF >> 16) & 0xff;
+	priv[6] = (ROGUE_BUF >> 8) & 0xff;
+	priv[7] = ROGUE_BUF & 0xff;
+	return param;
+}
+
+/*
+ * An id bound to @src (NULL: the route's) and @src_port (0: any), with the
+ * route to @dst_ip's rdmashare resolved; 0 or -errno (@r closed).
+ */
+static inline int rogue_resolve(struct rogue *r, const char *dst_ip, const char *src,
+				unsigned int src_port)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(ROGUE_CM_PORT) };
+	struct sockaddr_in from = { .sin_family = AF_INET, .sin_port = htons(src_port) };
+	int ret;
 
 	memset(r, 0, sizeof(*r));
 	inet_pton(AF_INET, dst_ip, &dst.sin_addr);
@@ -167,6 +169,34 @@ static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *sr
 	if (rdma_resolve_route(r->id, 5000) ||
 	    rogue_event(r->ch, 10000) != RDMA_CM_EVENT_ROUTE_RESOLVED)
 		goto fail;
+	return 0;
+fail:
+	rogue_close(r);
+	return ret;
+}
+
+/*
+ * Connect to @dst's rdmashare from @src (NULL: the route's) and @src_port
+ * (0: any), with receive buffers posted; the event that ended the attempt
+ * (RDMA_CM_EVENT_ESTABLISHED: connected, keep @r; otherwise closed), or
+ * -errno of a step that failed.
+ */
+static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *src,
+			     unsigned int src_port)
+{
+	unsigned char priv[8];
+	struct rdma_conn_param param = rogue_param(priv);
+	struct ibv_qp_init_attr qa = {
+		.cap = { .max_send_wr = 16, .max_recv_wr = ROGUE_RECVS, .max_send_sge = 2,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+	int ret, ev, i;
+
+	ret = rogue_resolve(r, dst_ip, src, src_port);
+	if (ret)
+		return ret;
 	ret = -ENOMEM;
 	r->buf = calloc(ROGUE_RECVS + 1, ROGUE_BUF);
 	r->cq = ibv_create_cq(r->id->verbs, 64, NULL, NULL, 0);
@@ -198,7 +228,35 @@ fail:
 	return ret;
 }
 
-/* A header in wire order at @p. */
+/*
+ * Half a connection: a CONNECT REQUEST naming a QP number that no QP has,
+ * and no RTU for the module's answer.  The event that came
+ * (RDMA_CM_EVENT_CONNECT_RESPONSE: the module accepted and waits for the
+ * RTU; keep @r, rdma_cm sends none without rdma_establish()), or -errno.
+ */
+static inline int rogue_connect_half(struct rogue *r, const char *dst_ip, const char *src,
+				  unsigned int src_port)
+{
+	unsigned char priv[8];
+	struct rdma_conn_param param = rogue_param(priv);
+	int ret, ev;
+
+	ret = rogue_resolve(r, dst_ip, src, src_port);
+	if (ret)
+		return ret;
+	param.qp_num = 0xbad;
+	if (rdma_connect(r->id, &param)) {
+		ret = -errno;
+		rogue_close(r);
+		return ret;
+	}
+	ev = rogue_event(r->ch, 20000);
+	if (ev == RDMA_CM_EVENT_CONNECT_RESPONSE)
+		return ev;
+	rogue_close(r);
+	return ev < 0 ? -ETIMEDOUT : ev;
+}
+
 static inline void rogue_hdr(void *p, uint8_t type, uint16_t flags, uint32_t dst,
 			     uint32_t src, uint32_t seq, uint32_t msg_len, uint32_t offset,
 			     uint32_t len, uint32_t credits)
