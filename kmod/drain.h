@@ -5,10 +5,11 @@
 #ifndef _RDMASHARE_DRAIN_H
 #define _RDMASHARE_DRAIN_H
 
+#include <linux/time64.h>
 #include <linux/types.h>
 
 /* A sample of the drain rate spans at least this long. */
-#define RS_DRAIN_SAMPLE_NS	(1000 * 1000)
+#define RS_DRAIN_SAMPLE_NS	NSEC_PER_MSEC
 
 /**
  * struct rs_drain - a QP's drain rate, measured over busy periods
@@ -25,6 +26,17 @@ struct rs_drain {
 };
 
 void rs_drain_complete(struct rs_drain *d, u64 now, u32 done, u32 left, u32 fill);
+
+/*
+ * Whether rs_drain_complete() reads @now for a completion that leaves
+ * @left bytes in flight: while a sample runs or one starts.  Otherwise the
+ * caller may pass 0 and spare the clock.
+ */
+static inline bool rs_drain_timed(const struct rs_drain *d, u32 left, u32 fill)
+{
+	return d->running || left >= fill;
+}
+
 u32 rs_drain_window(const struct rs_drain *d, u32 delay_us, u32 max);
 
 #endif /* _RDMASHARE_DRAIN_H */

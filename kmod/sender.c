@@ -130,9 +130,10 @@ void rs_qp_kick(struct rs_qp *qp)
 static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool posted)
 {
 	struct rs_file *poll[RS_TX_BATCH_MAX];
-	u32 i, j, nr_poll = 0;
+	u32 i, j, fill, nr_poll = 0;
 	struct rs_tx_item *it;
 	struct rs_file *rf;
+	u64 now;
 
 	/*
 	 * A registration that went with a SEND that made it is valid.  First:
@@ -164,8 +165,10 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 	if (posted) {
 		qp->tx_inflight--;
 		qp->tx_inflight_bytes -= tx->len + tx->placed_bytes;
-		rs_drain_complete(&qp->drain, ktime_get_ns(), tx->len + tx->placed_bytes,
-				  qp->tx_inflight_bytes, 2 * READ_ONCE(rs_tx_chunk));
+		fill = 2 * READ_ONCE(rs_tx_chunk);
+		now = rs_drain_timed(&qp->drain, qp->tx_inflight_bytes, fill) ? ktime_get_ns() : 0;
+		rs_drain_complete(&qp->drain, now, tx->len + tx->placed_bytes,
+				  qp->tx_inflight_bytes, fill);
 	}
 	qp->tx_free[qp->nr_tx_free++] = tx - qp->tx;
 	spin_unlock_irq(&qp->lock);
