@@ -176,6 +176,26 @@ fail:
 }
 
 /*
+ * Send @r's CONNECT REQUEST with @param and wait for the answer: @want
+ * (keep @r), or @r closed and the event that came instead, or -errno.
+ */
+static inline int rogue_request(struct rogue *r, struct rdma_conn_param *param, int want)
+{
+	int ret, ev;
+
+	if (rdma_connect(r->id, param)) {
+		ret = -errno;
+		rogue_close(r);
+		return ret;
+	}
+	ev = rogue_event(r->ch, 20000);
+	if (ev == want)
+		return ev;
+	rogue_close(r);
+	return ev < 0 ? -ETIMEDOUT : ev;
+}
+
+/*
  * Connect to @dst's rdmashare from @src (NULL: the route's) and @src_port
  * (0: any), with receive buffers posted; the event that ended the attempt
  * (RDMA_CM_EVENT_ESTABLISHED: connected, keep @r; otherwise closed), or
@@ -192,7 +212,7 @@ static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *sr
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
 	};
-	int ret, ev, i;
+	int ret, i;
 
 	ret = rogue_resolve(r, dst_ip, src, src_port);
 	if (ret)
@@ -215,14 +235,7 @@ static inline int rogue_open(struct rogue *r, const char *dst_ip, const char *sr
 	for (i = 0; i < ROGUE_RECVS; i++)
 		if (rogue_post_recv(r, i))
 			goto fail;
-	if (rdma_connect(r->id, &param)) {
-		ret = -errno;
-		goto fail;
-	}
-	ev = rogue_event(r->ch, 20000);
-	if (ev == RDMA_CM_EVENT_ESTABLISHED)
-		return ev;
-	ret = ev < 0 ? -ETIMEDOUT : ev;
+	return rogue_request(r, &param, RDMA_CM_EVENT_ESTABLISHED);
 fail:
 	rogue_close(r);
 	return ret;
@@ -235,26 +248,17 @@ fail:
  * RTU; keep @r, rdma_cm sends none without rdma_establish()), or -errno.
  */
 static inline int rogue_connect_half(struct rogue *r, const char *dst_ip, const char *src,
-				  unsigned int src_port)
+				     unsigned int src_port)
 {
 	unsigned char priv[8];
 	struct rdma_conn_param param = rogue_param(priv);
-	int ret, ev;
+	int ret;
 
 	ret = rogue_resolve(r, dst_ip, src, src_port);
 	if (ret)
 		return ret;
 	param.qp_num = 0xbad;
-	if (rdma_connect(r->id, &param)) {
-		ret = -errno;
-		rogue_close(r);
-		return ret;
-	}
-	ev = rogue_event(r->ch, 20000);
-	if (ev == RDMA_CM_EVENT_CONNECT_RESPONSE)
-		return ev;
-	rogue_close(r);
-	return ev < 0 ? -ETIMEDOUT : ev;
+	return rogue_request(r, &param, RDMA_CM_EVENT_CONNECT_RESPONSE);
 }
 
 static inline void rogue_hdr(void *p, uint8_t type, uint16_t flags, uint32_t dst,
