@@ -13,6 +13,8 @@
 #   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and
 #                         a QP per sender: throughput, shares, latency; also
 #                         expects make -C selftests bench
+#   make pingpong-trace   a 64 B ping-pong's time by stage (function tracer),
+#                         rdmashare against ib_send_lat; expects make done
 #   make fuzz             the ABI fuzzer long (10^6 calls on stock 6.12, 10^5
 #                         on the debug kernel) with a random seed
 #                         (RS_FUZZ_SEED to repeat one); not part of make check
@@ -57,7 +59,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sched fuzz soak rxe-repro
+	kdir-check bench bench-transport bench-sched pingpong-trace fuzz soak rxe-repro
 
 all: module userlib selftests
 
@@ -136,6 +138,9 @@ bench-transport:
 
 bench-sched:
 	bash selftests/bench/sched.sh
+
+pingpong-trace:
+	bash selftests/bench/pingpong-trace.sh
 
 clean:
 	-[ -n "$(KDIR)" ] && [ -e "$(KDIR)/Makefile" ] && \

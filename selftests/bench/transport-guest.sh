@@ -36,10 +36,8 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
-bin=$top/userlib/build
-work=${RS_WORK:?RS_WORK is not set: run this in a guest through run-vm.sh}
-ip=${RS_IP:?RS_IP is not set}
+# shellcheck source=selftests/bench/guest-lib.sh
+. "$(dirname "$0")/guest-lib.sh"
 dev=rxe0
 scale=${RS_BENCH_SCALE:-1}
 repeat=${RS_BENCH_REPEAT:-3}
@@ -132,24 +130,6 @@ retry() {
 		sleep 0.5
 	done
 	return 1
-}
-
-# The RoCE v2 GID of $ip on rxe0 (perftest's -x); empty if none.
-gid_index() {
-	local g want d
-	# shellcheck disable=SC2046,SC2183 # the four bytes of the address
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$ip" | tr . ' '))
-	d=/sys/class/infiniband/$dev/ports/1
-	for g in "$d"/gids/*; do
-		[ "$(cat "$g" 2>/dev/null)" = "$want" ] || continue
-		g=${g##*/}
-		case $(cat "$d/gid_attrs/types/$g" 2>/dev/null) in
-		*v2*) echo "$g"; return 0 ;;
-		esac
-	done
-	for g in "$d"/gids/*; do
-		[ "$(cat "$g" 2>/dev/null)" = "$want" ] && { echo "${g##*/}"; return 0; }
-	done
 }
 
 # ---------------------------------------------------------------------------
@@ -446,7 +426,7 @@ log "$(uname -r), $(nproc) CPUs, $dev on $ip, scale $scale, $(date -u +%FT%TZ)"
 	rdma link show 2>&1 || true
 } >"$work/transport-env.txt"
 
-gidx=$(gid_index || true)
+gidx=$(gid_index "$dev" || true)
 if [ -n "$gidx" ]; then
 	perftest_conn=(-x "$gidx")
 	log "perftest: GID index $gidx"
