@@ -41,6 +41,29 @@ count_totals() {
 	return $seen
 }
 
+# mark MESSAGE: note in the kernel log what runs now, so that a guest that
+# dies (its console keeps only the kernel log) tells which test it was in.
+mark() {
+	[ -w /dev/kmsg ] && echo "<5>rdmashare-selftest: $*" >/dev/kmsg
+	return 0
+}
+
+# Pass the test's output through, marking each test case as it starts (one
+# write each: /dev/kmsg rate-limits each opener to 10 lines in 5 s).
+mark_cases() {
+	local line name
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		case $line in
+		'#  RUN '*)
+			name=${line#\#  RUN }
+			name=${name#"${name%%[! ]*}"}
+			mark "${name% ...}"
+			;;
+		esac
+	done
+}
+
 out=$(mktemp)
 if [ -n "$kunit" ]; then
 	echo "# kunit: $kunit"
@@ -68,13 +91,14 @@ for t in "${tests[@]}"; do
 	bin=$t
 	[ -x "$bin" ] || bin=$here/build/$t
 	echo "# selftest: $t"
-	timeout -k 5 "${RS_TEST_TIMEOUT:-900}" "$bin" >"$out" 2>&1
-	rc=$?
+	mark "$t"
+	timeout -k 5 "${RS_TEST_TIMEOUT:-900}" "$bin" 2>&1 | mark_cases >"$out"
+	rc=${PIPESTATUS[0]}
 	cat "$out"
 	if ! count_totals "$out"; then
 		echo "not ok - $t: no totals (exit $rc)"
 		fail=$((fail + 1))
-	elif [ $rc -ne 0 ] && ! grep -q ' fail:[1-9]' "$out"; then
+	elif [ "$rc" -ne 0 ] && ! grep -q ' fail:[1-9]' "$out"; then
 		echo "not ok - $t: exit $rc"
 		fail=$((fail + 1))
 	fi

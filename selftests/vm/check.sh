@@ -74,6 +74,19 @@ step() {
 	return 1
 }
 
+# died_summary NAME LOG: a guest's death in the few lines a reader of the
+# run's last lines sees: the test it was in, the first kernel problem, where
+# and from where (the call trace's reliable functions on one line).
+died_summary() {
+	local name=$1 log=$2
+	grep -E '^\[rdmashare\] vm .*(FAIL|last test started):' "$log" | sed "s/^\[rdmashare\] vm /    $name: /"
+	grep -m1 -E '^  \| ' "$log" | sed "s/^  | *\(\[ *[0-9.]*\] \)\{0,1\}/    $name: first problem: /"
+	grep -m1 -oE 'RIP: 0010:[^ ]+' "$log" | sed "s/^/    $name: /"
+	grep -E '^  \| ' "$log" | sed -n '/Call Trace:/,$p' | grep -v ' ? ' |
+		grep -oE '[A-Za-z_][A-Za-z_0-9.]*\+0x[0-9a-f]+' | head -n 16 | paste -sd ' ' |
+		sed "s/^/    $name: call trace: /"
+}
+
 # vm_stage NAME KERNEL MODULE RUNNER-ARGS...: run the selftests in a guest.
 vm_stage() {
 	local name=$1 kernel=$2 ko=$3 log=$LOGS/$1.log res p f s t0 vm_ok=1 again why
@@ -103,6 +116,7 @@ vm_stage() {
 	if [ -z "$res" ]; then
 		bad "$name: the test runner did not finish, log: $log"
 		tail -n 60 "$log" | sed 's/^/    /'
+		died_summary "$name" "$log"
 		return
 	fi
 	p=$(sed -n 's/.*pass:\([0-9]*\).*/\1/p' <<<"$res")

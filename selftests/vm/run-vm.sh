@@ -272,6 +272,13 @@ excerpt() {
 	grep -m1 -A40 -E "$problems" "$1" | sed 's/^/  | /' >&2
 }
 
+# The last test run_tests.sh said it started (its marks in the kernel log).
+last_test() {
+	local t
+	t=$(grep -oE 'rdmashare-selftest: .*' "$2" | tail -n1)
+	[ -z "$t" ] || echo "[rdmashare] vm $kernel guest $1: last test started: ${t#rdmashare-selftest: }" >&2
+}
+
 report() {
 	local g=$1 w=$out/$1 rc why=
 	rc=$(cat "$w/rc" 2>/dev/null || echo none)
@@ -314,8 +321,10 @@ report() {
 	if [ -n "$why" ]; then
 		echo "[rdmashare] vm $kernel guest $g: FAIL: $why" >&2
 		if [ -e "$w/dmesg.log" ]; then
+			last_test "$g" "$w/dmesg.log"
 			excerpt "$w/dmesg.log"
 		else
+			last_test "$g" "$w/console.log"
 			excerpt "$w/console.log"
 		fi
 		return 1
