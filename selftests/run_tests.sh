@@ -49,10 +49,11 @@ mark() {
 }
 
 # Pass the test's output through, marking each test case as it starts (one
-# write each: /dev/kmsg rate-limits each opener to 10 lines in 5 s).
+# write each: /dev/kmsg rate-limits each opener to 10 lines in 5 s).  A last
+# line without its newline (a test that died mid-line) is kept too.
 mark_cases() {
 	local line name
-	while IFS= read -r line; do
+	while IFS= read -r line || [ -n "$line" ]; do
 		printf '%s\n' "$line"
 		case $line in
 		'#  RUN '*)

@@ -18,6 +18,7 @@ set -euo pipefail
 ms=${RS_TRACE_MS:-50}
 T=/sys/kernel/tracing
 busy=/sys/class/misc/rdmashare/busy_poll_us
+busy_was=$(cat "$busy")
 port=7900
 
 log() { printf '[trace] %s\n' "$*"; }
@@ -49,7 +50,7 @@ snap() {
 	echo 1 >$T/tracing_on
 	sleep "$(awk -v m="$ms" 'BEGIN { print m / 1000 }')"
 	echo 0 >$T/tracing_on
-	grep -v '^#' $T/trace | sort -s -g -k4,4 >"$work/trace-$1.txt"
+	{ grep -v '^#' $T/trace || true; } | sort -s -g -k4,4 >"$work/trace-$1.txt"
 }
 
 # stages NAME: medians of a one-way trip's stages in trace-NAME.txt
@@ -99,7 +100,7 @@ rs() {
 	wait "$cpid" || log "rs-pingpong $1 failed"
 	kill "$spid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true
-	echo 0 >"$busy"
+	echo "$busy_was" >"$busy"
 }
 
 setup
