@@ -63,16 +63,18 @@ printf 'round\ttool\tsize\tmetric\tvalue\n' >"$res"
 log() { printf '[bench] %s\n' "$*"; }
 
 # Message and iteration counts per size, chosen so that each measurement
-# takes a few seconds under TCG (Soft-RoCE moves some 10-30 MB/s there).
+# takes a few seconds under TCG (Soft-RoCE moves some 30-80 MB/s there,
+# 30k-140k small messages a second): a run of a fraction of a second
+# measures its own start more than the steady rate.
 n_of() {
 	local kind=$1 size=$2 n
 	case $kind:$size in
-	bw:64) n=15000 ;;
-	bw:4096) n=3000 ;;
-	bw:65536) n=800 ;;
-	lat:64) n=1500 ;;
-	lat:4096) n=500 ;;
-	lat:65536) n=350 ;;
+	bw:64) n=150000 ;;
+	bw:4096) n=20000 ;;
+	bw:65536) n=3000 ;;
+	lat:64) n=5000 ;;
+	lat:4096) n=2000 ;;
+	lat:65536) n=1000 ;;
 	esac
 	n=$(awk -v n="$n" -v s="$scale" 'BEGIN { n = int(n * s); print n < 20 ? 20 : n }')
 	echo "$n"

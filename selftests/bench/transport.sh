@@ -60,7 +60,7 @@ rs_log "bench: transport benchmark in one $kver guest (about 10 minutes)"
 		rdma-core qemu-system-x86 2>/dev/null || true
 } >"$out/host-env.txt"
 rc=0
-bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" --timeout 1500 --out "$out" \
+bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" --timeout 3000 --out "$out" \
 	-- "${env}bash $here/transport-guest.sh" >"$out/run-vm.log" 2>&1 || rc=$?
 grep -E '^\[bench\]|^\[rdmashare\]' "$out/run-vm.log" || true
 if [ ! -s "$out/a/transport.tsv" ]; then

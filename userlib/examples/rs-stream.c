@@ -9,8 +9,9 @@
  *       least 64, or credits_per_ac per AC) of SLOT_SIZE bytes each (the
  *       default: the module's max_chunk_size)
  *   rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]
- *       PROCS processes open ACS/PROCS ACs each and send MSGS messages of
- *       BYTES per AC, round robin; report the aggregate rate
+ *       PROCS processes open ACS/PROCS ACs each and, once all of them have
+ *       connected all of theirs, send MSGS messages of BYTES per AC, round
+ *       robin; report the aggregate rate
  *
  * Every message carries its AC's sequence number; the server checks order.
  */
@@ -142,8 +143,14 @@ static int server(unsigned int port, unsigned int nacs, unsigned int slots,
 	return bad ? 1 : 0;
 }
 
+/*
+ * One client process.  It says on @ready that its ACs are connected and
+ * waits for @go to close: the processes stream together, so that the rate
+ * the server counts from its first message is the streams' alone, and not
+ * also that of the connects of 1024 ACs in a process still setting up.
+ */
 static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
-		       unsigned int nmsgs)
+		       unsigned int nmsgs, int ready, int go)
 {
 	struct rdmashare *rs = open_rs(len * 64 > (8 << 20) ? len * 64 : 8 << 20,
 				       ac_slots(nacs), 0);
@@ -151,6 +158,7 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 	int *acs = calloc(nacs, sizeof(*acs));
 	unsigned int i, m;
 	int ret;
+	char c;
 
 	for (i = 0; i < nacs; i++) {
 		acs[i] = rdmashare_connect(rs, sa, 0);
@@ -158,6 +166,15 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 			fprintf(stderr, "rs-stream: connect: %s\n", strerror(-acs[i]));
 			return 1;
 		}
+	}
+	/* Closed at once: the parent's reads end if a process never says. */
+	ret = write(ready, "", 1) == 1 ? 0 : -errno;
+	close(ready);
+	if (!ret && read(go, &c, 1) != 0)
+		ret = -EIO;
+	if (ret) {
+		fprintf(stderr, "rs-stream: start: %s\n", strerror(-ret));
+		return 1;
 	}
 	for (m = 0; m < nmsgs; m++) {
 		memcpy(buf, &m, 4);
@@ -187,8 +204,9 @@ int main(int argc, char **argv)
 	unsigned int port = 7200, nacs = 1, procs = 1, nmsgs = 1000, slots = 0, slot_size = 0, i;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
 	const char *host = NULL;
-	int srv = 0, opt, status, bad = 0;
+	int srv = 0, opt, status, bad = 0, ready[2], go[2];
 	size_t len = 65536;
+	char c;
 	char svc[16];
 	double t0;
 
@@ -217,11 +235,24 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rs-stream: cannot resolve %s\n", host);
 		return 1;
 	}
+	if (pipe(ready) || pipe(go)) {
+		perror("rs-stream: pipe");
+		return 1;
+	}
 	t0 = now();
 	for (i = 0; i < procs; i++) {
-		if (!fork())
-			_exit(client_proc(ai->ai_addr, nacs / procs, len, nmsgs));
+		if (!fork()) {
+			close(ready[0]);
+			close(go[1]);
+			_exit(client_proc(ai->ai_addr, nacs / procs, len, nmsgs, ready[1], go[0]));
+		}
 	}
+	close(ready[1]);
+	close(go[0]);
+	/* Every process connected (or one died: EOF once the others wait). */
+	for (i = 0; i < procs && read(ready[0], &c, 1) == 1; i++)
+		;
+	close(go[1]);
 	for (i = 0; i < procs; i++)
 		if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
 			bad++;
