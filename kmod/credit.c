@@ -158,8 +158,11 @@ static void rs_rx_unlend(struct rs_ac *ac, u32 n)
 
 /*
  * @n credits for @ac's sender: sent with its next record, or on their own
- * when @now or once half its window is owed (the sender still has the other
- * half).  True if the QP's sender has work.
+ * when @now or once half its window is owed.  A grant at half the window,
+ * the sender still holding the other half, is not urgent: it goes with the
+ * next SEND that autocork lets go (a completion away), so that the grants
+ * of many ACs share SENDs.  A grant @now, or one the peer asked for (its
+ * WANT came), goes at once.  True if the QP's sender has work.
  */
 static bool rs_rx_grant(struct rs_ac *ac, u32 n, bool now)
 {
@@ -170,8 +173,11 @@ static bool rs_rx_grant(struct rs_ac *ac, u32 n, bool now)
 	ac->credits_out += n;
 	rs_rx_pick(ac, n);
 	owed = ac->credits_out && (now || ac->credits_out >= max(rs_rx_window(ac) / 2, 1U));
-	if (owed)
+	if (owed) {
+		if (now || ac->rx_peer_wants)
+			ac->grant_urgent = true;
 		rs_ac_ctrl(ac, RS_CTRL_CREDIT);
+	}
 	spin_unlock(&qp->lock);
 	if (owed)
 		ac->rx_peer_wants = false;
@@ -244,6 +250,8 @@ bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp)
 	 * does not name follows in CREDITs (once the peer's id is known).
 	 */
 	ac->credits_out = n;
+	/* What the CONNECT or ACCEPT does not name is all the peer gets. */
+	ac->grant_urgent = true;
 	rs_rx_pick(ac, n);
 	return true;
 }

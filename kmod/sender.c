@@ -232,6 +232,7 @@ struct rs_tx_plan {
 	struct rs_dma_map *reg;		/* a registration the SEND carries */
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
+	bool lazy;			/* a grant the peer does not wait for */
 	u32 slots[RS_GRANT_MAX];	/* version 4: the slots it grants */
 };
 
@@ -474,7 +475,10 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 			/* A grant, a WANT, or both in one record. */
 			ac->ctrl_pending &= ~(RS_CTRL_CREDIT | RS_CTRL_WANT);
 			p->m.type = RS_MSG_CREDIT;
+			p->lazy = !ac->grant_urgent;
 			p->m.credits = rs_plan_grant(qp, ac, p);
+			if (!ac->credits_out)
+				ac->grant_urgent = false;
 			if ((bits & RS_CTRL_WANT) && rs_ac_take_want(ac))
 				p->m.flags = RS_F_WANT;
 		}
@@ -788,11 +792,14 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	tx->len += rec;
 	/*
 	 * The peer may wait for it: not held back (rs_tx_may_post()).  A
-	 * WANT alone is for this end's own stalled sender: it rides with
-	 * the next SEND, which goes once the one in flight completes.
+	 * WANT alone is for this end's own stalled sender, and a grant at
+	 * half the peer's window leaves it the other half (rs_rx_grant()):
+	 * they ride with the next SEND, which goes once the one in flight
+	 * completes.
 	 */
 	if (p->m.type != RS_MSG_DATA && p->m.type != RS_MSG_KEEPALIVE &&
-	    !(p->m.type == RS_MSG_CREDIT && p->m.flags == RS_F_WANT && !p->m.credits))
+	    !(p->m.type == RS_MSG_CREDIT && !(p->m.flags & ~RS_F_WANT) &&
+	      (!p->m.credits || p->lazy)))
 		tx->urgent = true;
 items:
 	if (p->ac) {		/* not for a KEEPALIVE or a REJECT */

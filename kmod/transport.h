@@ -439,7 +439,9 @@ struct rs_slot_fifo {
  * this end is gone), @peer_shut (the peer sends no more), @peer_closed (the
  * peer's end is gone), @want_sent (version 3: the peer was asked for
  * credits and granted none since), @give_back (version 3: the peer asked
- * for unused credits back while this end had data to send).
+ * for unused credits back while this end had data to send), @grant_urgent
+ * (the peer may be out of credits: the grant of @credits_out goes at once,
+ * not with the next SEND that autocork lets go).
  *
  * Receive side, under @rf->rx_lock (credit.c): @rx_reserved (slots promised
  * to this AC and not in use: credits the peer holds, and @credits_out),
@@ -501,6 +503,7 @@ struct rs_ac {
 	bool closed_free_id;
 	bool want_sent;
 	bool give_back;
+	bool grant_urgent;
 	struct rs_dma_map *map;
 	u32 rx_rkey;
 	u32 peer_rkey;
