@@ -456,6 +456,27 @@ static struct rs_ac *rs_rx_reclaim(struct rs_file *rf, struct rs_ac *ac)
 	return NULL;
 }
 
+/*
+ * Called with rx_lock held: @ac's peer waits for the credits owed.  A grant
+ * of them queued already, lazy (rs_rx_grant()), goes at once now: true if
+ * the QP's sender has work.  Otherwise the releases send them at half the
+ * window, at once.
+ */
+static bool rs_rx_peer_waits(struct rs_ac *ac)
+{
+	struct rs_qp *qp = ac->qp;
+	bool queued;
+
+	spin_lock(&qp->lock);
+	queued = ac->ctrl_pending & RS_CTRL_CREDIT;
+	if (queued)
+		ac->grant_urgent = true;
+	spin_unlock(&qp->lock);
+	if (!queued)
+		ac->rx_peer_wants = true;
+	return queued;
+}
+
 /* @ac's peer has data and no credit (WANT). */
 void rs_rx_want(struct rs_ac *ac)
 {
@@ -479,7 +500,7 @@ void rs_rx_want(struct rs_ac *ac)
 		if (READ_ONCE(ac->credits_out) && shrinks)
 			push = rs_rx_grant(ac, 0, true);
 		else if (READ_ONCE(ac->credits_out))
-			ac->rx_peer_wants = true;
+			push = rs_rx_peer_waits(ac);
 	} else if (rf->rx_unreserved && list_empty(&rf->rx_wanting)) {
 		/* Up to its share, and at least one slot. */
 		n = rs_rx_fair(rf) > ac->rx_held ? rs_rx_fair(rf) - ac->rx_held : 1;
