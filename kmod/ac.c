@@ -35,6 +35,7 @@
 #include <linux/slab.h>
 #include <net/sock.h>
 
+#include "acfile.h"
 #include "actable.h"
 #include "trace.h"
 #include "transport.h"
@@ -71,6 +72,7 @@ struct rs_file *rs_file_alloc(void)
 	rs_actable_init(&rf->acs, false);
 	rf->sched_weight = RS_SCHED_WEIGHT_DEFAULT;
 	spin_lock_init(&rf->rx_lock);
+	spin_lock_init(&rf->files_lock);
 	INIT_LIST_HEAD(&rf->rx_wanting);
 	INIT_LIST_HEAD(&rf->rx_lenders);
 	INIT_LIST_HEAD(&rf->dma_maps);
@@ -100,6 +102,8 @@ static void rs_ac_free(struct kref *ref)
 {
 	struct rs_ac *ac = container_of(ref, struct rs_ac, ref);
 
+	if (ac->af)
+		rs_acfile_free(ac);
 	if (ac->qp)
 		rs_qp_put(ac->qp);
 	rs_user_uncharge_ac(ac->rf->owner);
@@ -297,6 +301,13 @@ static void rs_ac_op_cqe(struct rs_ac *ac, u8 opcode, u64 user_data, int res)
  */
 static void rs_ac_post_closed(struct rs_ac *ac, int res, u16 flags, bool free_id)
 {
+	/* An AC file's readers and pollers see the end in the AC itself. */
+	if (ac->af) {
+		if (free_id)
+			rs_ac_del_from_file(ac);
+		wake_up_all(&ac->wait);
+		return;
+	}
 	ac->closed = (struct rs_cq_over) {
 		.cqe = {
 			.res = res,
@@ -352,6 +363,11 @@ void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 
 	if (!res && opcode == RDMASHARE_OP_SEND)
 		res = op->len;
+	if (op->file) {
+		trace_rdmashare_op_done(ac, opcode, user_data, res);
+		rs_acfile_op_done(ac, op, res);
+		return;
+	}
 	rs_op_put(ac->rf, op);
 	/*
 	 * A CLOSE frees the id, after its completion (rs_ac_finish()): from
@@ -484,11 +500,14 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 	struct rs_ac *ac;
 	int ret;
 
-	if (l->flags || l->resv || l->ac)
+	if ((l->flags & ~RDMASHARE_LISTEN_FILES) || l->resv || l->ac)
 		return -EINVAL;
 	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > READ_ONCE(rs_backlog_max))
 		return -EINVAL;
 	if (!rs_file_ready(rf))
+		return -EINVAL;
+	/* AC files need a file area for their send buffers. */
+	if ((l->flags & RDMASHARE_LISTEN_FILES) && !rf->files_pages)
 		return -EINVAL;
 	/* Privileged ports as for sockets: a service there can be trusted. */
 	if (l->port < PROT_SOCK && !capable(CAP_NET_BIND_SERVICE))
@@ -499,6 +518,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 		return PTR_ERR(ac);
 	ac->port = l->port;
 	ac->backlog_max = l->backlog;
+	ac->files = l->flags & RDMASHARE_LISTEN_FILES;
 	ret = rs_ac_add_to_file(rf, ac);
 	if (ret)
 		goto out_put;
@@ -620,8 +640,8 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
  * attempt builds a new QP.
  */
 static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
-			      const struct sockaddr_storage *ss,
-			      unsigned long deadline, bool *retry)
+			      const struct sockaddr_storage *ss, unsigned long deadline,
+			      struct rs_acfile_res *res, bool *retry)
 {
 	struct rs_peer *peer;
 	struct rs_qp *qp;
@@ -633,6 +653,12 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	if (IS_ERR(ac))
 		return PTR_ERR(ac);
 	ac->port = c->peer.port;
+	/* An AC file's chunks go to it from the first. */
+	if (res) {
+		ret = rs_acfile_attach(ac);
+		if (ret)
+			goto out_discard;
+	}
 	ret = rs_ac_add_to_file(rf, ac);
 	if (ret)
 		goto out_discard;
@@ -663,10 +689,23 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 						READ_ONCE(ac->state) != RS_AC_CONNECTING,
 						max_t(long, deadline - jiffies, 1));
 	if (READ_ONCE(ac->state) == RS_AC_OPEN) {
-		WRITE_ONCE(ac->handed_out, true);
 		c->ac = ac->fid;
+		if (!res) {
+			WRITE_ONCE(ac->handed_out, true);
+			rs_ac_put(ac);
+			return 0;
+		}
+		ret = rs_acfile_bind(ac, res, &c->file);
+		if (!ret) {
+			rs_ac_put(ac);
+			return 0;
+		}
+		/* Opened, and closed again: nobody can have it. */
+		rs_acfile_drain(ac);
+		rs_ac_close_tell(ac, ret, true);
+		rs_ac_del_from_file(ac);
 		rs_ac_put(ac);
-		return 0;
+		return ret;
 	}
 	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
 	if (!rs_ac_do_close(ac, ret, true))
@@ -682,27 +721,39 @@ out_discard:
 	return ret;
 }
 
-int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c)
+int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf)
 {
+	struct rs_acfile_res res, *file = NULL;
 	struct sockaddr_storage ss;
 	unsigned long deadline;
 	bool retry = false;
 	int ret;
 
-	if (c->flags || c->ac)
+	if ((c->flags & ~RDMASHARE_CONNECT_FILE) || c->ac)
 		return -EINVAL;
 	ret = rs_addr_from_user(&c->peer, &ss);
 	if (ret)
 		return ret;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
+	/* The AC file's send buffer and descriptor first: no AC to undo. */
+	if (c->flags & RDMASHARE_CONNECT_FILE) {
+		ret = rs_acfile_reserve(rf, &c->file, nf, &res);
+		if (ret)
+			return ret;
+		file = &res;
+	} else if (memchr_inv(&c->file, 0, sizeof(c->file))) {
+		return -EINVAL;
+	}
 	deadline = jiffies + msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
 
-	ret = rs_ac_connect_once(rf, c, &ss, deadline, &retry);
+	ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
 	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {
 		retry = false;
-		ret = rs_ac_connect_once(rf, c, &ss, deadline, &retry);
+		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
 	}
+	if (ret && file)
+		rs_acfile_unreserve(rf, file);
 	return ret;
 }
 
@@ -731,20 +782,34 @@ static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed, bool *cqe)
 	return ac;
 }
 
-int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
+int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a, struct rs_new_file *nf)
 {
+	struct rs_acfile_res res;
 	struct rs_ac *l, *ac = NULL;
 	bool closed = false;
 	long timeout, left;
+	int ret;
 
-	if (a->flags & ~RDMASHARE_ACCEPT_NONBLOCK || a->resv || a->ac)
+	if (a->flags & ~(RDMASHARE_ACCEPT_NONBLOCK | RDMASHARE_ACCEPT_FILE) || a->resv || a->ac)
 		return -EINVAL;
 	if ((a->flags & RDMASHARE_ACCEPT_NONBLOCK) && a->timeout_ms)
 		return -EINVAL;
 	l = rs_ac_lookup_user(rf, a->listen_ac);
 	if (!l)
 		return -ENOENT;
-	if (l->state != RS_AC_LISTEN) {
+	/* A listener's ACs are AC files or not, and ACCEPT says which it wants. */
+	if (l->state != RS_AC_LISTEN || l->files != !!(a->flags & RDMASHARE_ACCEPT_FILE)) {
+		rs_ac_put(l);
+		return -EINVAL;
+	}
+	/* An AC file's send buffer and descriptor first: none is lost then. */
+	if (l->files) {
+		ret = rs_acfile_reserve(rf, &a->file, nf, &res);
+		if (ret) {
+			rs_ac_put(l);
+			return ret;
+		}
+	} else if (memchr_inv(&a->file, 0, sizeof(a->file))) {
 		rs_ac_put(l);
 		return -EINVAL;
 	}
@@ -759,18 +824,31 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 							READ_ONCE(l->state) != RS_AC_LISTEN,
 							timeout);
 		if (left <= 0 || READ_ONCE(l->state) != RS_AC_LISTEN) {
-			rs_ac_put(l);
-			return left < 0 ? -EINTR : left ? -EINVAL : -ETIME;
+			ret = left < 0 ? -EINTR : left ? -EINVAL : -ETIME;
+			goto out_unreserve;
 		}
 		timeout = left;
 	}
-	rs_ac_put(l);
+	ret = -EAGAIN;
 	if (!ac)
-		return -EAGAIN;
+		goto out_unreserve;
+	rs_ac_put(l);
 
-	WRITE_ONCE(ac->handed_out, true);
 	a->ac = ac->fid;
 	rs_addr_to_user(&ac->qp->peer->addr, &a->peer);
+	if (ac->af) {
+		/* Its end, if it came, is in the AC: the file's readers see it. */
+		ret = rs_acfile_bind(ac, &res, &a->file);
+		if (ret) {
+			rs_acfile_unreserve(rf, &res);
+			rs_acfile_drain(ac);
+			rs_ac_abort(ac);
+			rs_ac_del_from_file(ac);
+		}
+		rs_ac_put(ac);		/* the backlog's */
+		return ret;
+	}
+	WRITE_ONCE(ac->handed_out, true);
 	/*
 	 * An AC that closed in the backlog is handed out all the same: its
 	 * CLOSED completion tells the application; so does the HALF one of a
@@ -782,6 +860,12 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a)
 		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
 	rs_ac_put(ac);			/* the backlog's */
 	return 0;
+
+out_unreserve:
+	if (l->files)
+		rs_acfile_unreserve(rf, &res);
+	rs_ac_put(l);
+	return ret;
 }
 
 /* ---- CLOSE (send.c hands it over) ---- */
@@ -808,6 +892,9 @@ static void rs_ac_close_listener(struct rs_ac *l)
 			break;
 		if (!closed)
 			rs_ac_abort(ac);
+		/* Nobody reads an AC file's chunks that nobody accepted. */
+		if (ac->af)
+			rs_acfile_drain(ac);
 		/*
 		 * Never the application's, but the chunks it received are in
 		 * the CQ under its id: a DISCARD CLOSED after them voids them,
@@ -928,6 +1015,9 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
 	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
 	ac->peer_stride = m->conn.slot_size;
 	ac->peer_rkey = m->conn.rkey;
+	/* An AC file's chunks go to it from the first, before ACCEPT. */
+	if (l->files && rs_acfile_attach(ac))
+		goto out_discard;
 
 	mutex_lock(&rf->ac_lock);
 	if (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max) {

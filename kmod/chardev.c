@@ -7,6 +7,7 @@
  * smallest size user space may pass; copy_struct_from_user() zero-extends
  * older callers and rejects unknown non-zero tail bytes of newer ones.
  */
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
@@ -39,10 +40,10 @@ union rs_ioctl_buf {
 struct rs_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
-	int (*execute)(struct file *filp, union rs_ioctl_buf *buf);
+	int (*execute)(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf);
 };
 
-static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
 	struct rdmashare_query *q = &buf->query;
 
@@ -55,41 +56,41 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf)
 		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS |
 		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS |
 		      RDMASHARE_FEAT_SQ_WAKEUP | RDMASHARE_FEAT_CQ_OVERFLOW |
-		      RDMASHARE_FEAT_SLOT_SIZE;
+		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES;
 	return 0;
 }
 
-static int rs_ioctl_setup(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_setup(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
 	return rs_rings_setup(filp->private_data, &buf->setup);
 }
 
-static int rs_ioctl_enter(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_enter(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
 	return rs_enter(filp->private_data, &buf->enter);
 }
 
-static int rs_ioctl_listen(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_listen(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
 	return rs_ac_listen(filp->private_data, &buf->listen);
 }
 
-static int rs_ioctl_connect(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_connect(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
-	return rs_ac_connect(filp->private_data, &buf->connect);
+	return rs_ac_connect(filp->private_data, &buf->connect, nf);
 }
 
-static int rs_ioctl_accept(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_accept(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
-	return rs_ac_accept(filp->private_data, &buf->accept);
+	return rs_ac_accept(filp->private_data, &buf->accept, nf);
 }
 
-static int rs_ioctl_ac_set(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_ac_set(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
 	return rs_ac_set(filp->private_data, &buf->ac_set);
 }
 
-static int rs_ioctl_ac_stats(struct file *filp, union rs_ioctl_buf *buf)
+static int rs_ioctl_ac_stats(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
 	return rs_ac_stats(filp->private_data, &buf->ac_stats);
 }
@@ -123,6 +124,7 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
 	void __user *uarg = (void __user *)arg;
+	struct rs_new_file nf = { .ctx = filp, .fd = -1 };
 	const struct rs_ioctl_op *op;
 	union rs_ioctl_buf buf;
 	unsigned int nr;
@@ -147,13 +149,23 @@ static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	ret = copy_struct_from_user(&buf, op->size, uarg, user_size);
 	if (ret)
 		return ret;
+	nf.whole = user_size >= op->size;
 
-	ret = op->execute(filp, &buf);
+	ret = op->execute(filp, &buf, &nf);
 	if (ret)
 		return ret;
 
-	if (copy_to_user(uarg, &buf, min_t(u32, user_size, op->size)))
+	if (copy_to_user(uarg, &buf, min_t(u32, user_size, op->size))) {
+		/* Never seen: the AC file closes its AC. */
+		if (nf.file) {
+			put_unused_fd(nf.fd);
+			fput(nf.file);
+		}
 		return -EFAULT;
+	}
+	/* Only now, with its number in user space: nothing undoes this. */
+	if (nf.file)
+		fd_install(nf.fd, nf.file);
 	return 0;
 }
 
@@ -237,11 +249,13 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, sq_off) != 32);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, rx_slots) != 96);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, max_acs) != 120);
-	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 128);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, files_size) != 128);
+	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 136);
 	BUILD_BUG_ON(sizeof(struct rdmashare_addr) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 24);
-	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 40);
-	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 48);
+	BUILD_BUG_ON(sizeof(struct rdmashare_file_params) != 16);
+	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 56);
+	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 64);
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_ac_set) != 24);
 	BUILD_BUG_ON(RDMASHARE_BAND_LATENCY != RS_BAND_LATENCY);

@@ -160,6 +160,11 @@ struct rs_rings {
  * @map_size: bytes of @data: the application's part, then the slots
  * @dma_maps: @data mapped for each device its ACs sent large chunks on
  *	(rs_dma_map.file_node, memreg.c)
+ * @files_offset: where the file area starts in @data: the send buffers of
+ *	the AC files the file makes (acfile.c), after the slots, not mapped
+ * @files_pages: pages of the file area
+ * @files_map: a bit per page of the file area, set while an AC file has it
+ * @files_lock: protects @files_map
  * @ops: the operations that wait on the peer, as many as the CQ lets wait
  *	(@cq_limits.waiting), allocated once at SETUP
  * @op_free: the free ones; taken only under @submit_lock, given back from
@@ -225,6 +230,11 @@ struct rs_file {
 	size_t map_size;
 	struct list_head dma_maps;
 
+	size_t files_offset;
+	u32 files_pages;
+	unsigned long *files_map;
+	spinlock_t files_lock;		/* files_map */
+
 	struct rs_send *ops;
 	struct llist_head op_free;
 };
@@ -244,6 +254,7 @@ struct rs_send {
 	u32 sent;			/* bytes posted so far */
 	u32 seq;
 	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
+	bool file;			/* an AC file's (acfile.c), not the pool's */
 };
 
 /*
@@ -265,7 +276,8 @@ struct rs_rx_slot {
 	u32 fid;		/* owner AC, 0 when free */
 	u32 conn;		/* the owner's host-wide id: which AC had @fid */
 	u32 cq_idx;		/* index of the RECV CQE that announced it */
-	u32 next;		/* version 4: next in its AC's chain (credit.c) */
+	u32 next;		/* next in its AC's chain (credit.c, acfile.c) */
+	u32 len;		/* an AC file's: bytes of the chunk */
 };
 
 /* params.c: load-time limits and defaults */
@@ -375,9 +387,22 @@ void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res
 struct rs_file *rs_file_alloc(void);
 void rs_file_release(struct rs_file *rf);
 void rs_file_put(struct rs_file *rf);
+/*
+ * A file an ioctl made (an AC file): installed at @fd once the ioctl's
+ * answer reached user space (chardev.c); @ctx is the file it came on, and
+ * @whole says whether the caller's struct has every field of the kernel's
+ * (else it would not learn the descriptor).
+ */
+struct rs_new_file {
+	struct file *ctx;
+	struct file *file;
+	int fd;
+	bool whole;
+};
+
 int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l);
-int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c);
-int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a);
+int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf);
+int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a, struct rs_new_file *nf);
 int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *s);
 int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st);
 void rs_ac_submit(struct rs_file *rf, const struct rdmashare_sqe *sqe);

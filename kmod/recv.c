@@ -25,6 +25,7 @@
 
 #include <rdma/ib_verbs.h>
 
+#include "acfile.h"
 #include "rdmashare.h"
 #include "transport.h"
 
@@ -90,6 +91,14 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 		ac->rx_seq++;
 		ac->rx_off = 0;
 		ac->rx_msgs++;
+	}
+	if (ac->af) {
+		/* An AC file's: read(2) takes it (acfile.c). */
+		rs_acfile_deliver(ac, idx, len);
+		spin_unlock_irq(&rf->rx_lock);
+		rs_acfile_wake(ac);
+		rs_file_note_qp(rf, ac->qp);
+		return 0;
 	}
 	cqe.user_data = m->msg_len;
 	cqe.res = len;
@@ -368,7 +377,7 @@ repost:
 void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 {
 	struct rs_rx_slot *slot;
-	struct rs_ac *ac;
+	struct rs_ac *ac = NULL;
 	u32 idx, conn, rem;
 	u64 off;
 
@@ -379,6 +388,13 @@ void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 	if (rem || off >= rf->rx_slots)
 		goto inval;
 	idx = array_index_nospec((u32)off, rf->rx_slots);
+	/*
+	 * An AC file's slots are its reader's: its AC keeps its id until they
+	 * all went back (acfile.c), and it is one from its start.
+	 */
+	ac = rs_ac_lookup_fid(rf, sqe->ac);
+	if (ac && ac->af)
+		goto inval;
 
 	spin_lock_irq(&rf->rx_lock);
 	slot = &rf->slots[idx];
@@ -388,21 +404,34 @@ void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 		spin_unlock_irq(&rf->rx_lock);
 		goto inval;
 	}
-	slot->fid = 0;
-	conn = slot->conn;
-	rf->rx_free[rf->nr_rx_free++] = idx;
+	conn = rs_rx_slot_free_locked(rf, idx);
 	spin_unlock_irq(&rf->rx_lock);
 
 	/*
 	 * Back to its AC as a credit, or to the pool if the id names another
 	 * AC now (a discarded one's slot).
 	 */
-	ac = rs_ac_lookup_fid(rf, sqe->ac);
 	rs_rx_slot_back(rf, ac, conn);
 	if (ac)
 		rs_ac_put(ac);
 	rs_complete_op(rf, sqe, 0);
 	return;
 inval:
+	if (ac)
+		rs_ac_put(ac);
 	rs_complete_op(rf, sqe, -EINVAL);
+}
+
+/*
+ * Called with rx_lock held: slot @idx is free again (on the file's free
+ * list); the host-wide id of the AC that had it.
+ */
+u32 rs_rx_slot_free_locked(struct rs_file *rf, u32 idx)
+{
+	struct rs_rx_slot *slot = &rf->slots[idx];
+
+	lockdep_assert_held(&rf->rx_lock);
+	slot->fid = 0;
+	rf->rx_free[rf->nr_rx_free++] = idx;
+	return slot->conn;
 }

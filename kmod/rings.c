@@ -77,8 +77,10 @@ void rs_rings_free(struct rs_file *rf)
 	rf->ops = NULL;
 	kvfree(rf->slots);
 	kvfree(rf->rx_free);
+	kvfree(rf->files_map);
 	rf->slots = NULL;
 	rf->rx_free = NULL;
+	rf->files_map = NULL;
 	rs_area_free(&rf->data_area);
 	rs_area_free(&rf->rings_area);
 	if (rf->user) {
@@ -123,13 +125,21 @@ static void rs_fill_offsets(struct rdmashare_ring_offsets *o, size_t ctl,
 
 int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 {
-	size_t sqes_off, cqes_off, rings_size, data_size, map_size;
+	size_t sqes_off, cqes_off, rings_size, data_size, map_size, files_size = 0;
 	u32 sq_entries, cq_entries, rx_slots, slot_size = rs_chunk_size, i;
 	int ret;
 
-	if ((p->flags & ~(RDMASHARE_SETUP_SQ_WAKEUP | RDMASHARE_SETUP_SLOT_SIZE)) ||
-	    p->resv[0] || p->resv[1] || p->resv[2])
+	if ((p->flags & ~(RDMASHARE_SETUP_SQ_WAKEUP | RDMASHARE_SETUP_SLOT_SIZE |
+			  RDMASHARE_SETUP_FILES)) || p->resv[0] || p->resv[1])
 		return -EINVAL;
+	/* The file area: AC files' send buffers (acfile.c). */
+	if (p->flags & RDMASHARE_SETUP_FILES) {
+		if (!p->files_size || p->files_size > READ_ONCE(rs_data_size_max))
+			return -EINVAL;
+		files_size = PAGE_ALIGN((size_t)p->files_size);
+	} else if (p->files_size) {
+		return -EINVAL;
+	}
 	if (p->flags & RDMASHARE_SETUP_SLOT_SIZE) {
 		if (p->rx_slot_size < RS_PROTO_MIN_SLOT || p->rx_slot_size > rs_chunk_size)
 			return -EINVAL;
@@ -176,7 +186,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	}
 
 	rf->user = get_uid(current_user());
-	ret = rs_account_mem(rf, (rings_size + map_size) >> PAGE_SHIFT);
+	ret = rs_account_mem(rf, (rings_size + map_size + files_size) >> PAGE_SHIFT);
 	if (ret)
 		goto out_free;
 
@@ -184,7 +194,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	if (ret)
 		goto out_free;
 	rf->rings = rf->rings_area.vaddr;
-	ret = rs_area_alloc(&rf->data_area, map_size, data_size,
+	ret = rs_area_alloc(&rf->data_area, map_size + files_size, data_size,
 			    rs_area_order(map_size - data_size));
 	if (ret)
 		goto out_free;
@@ -195,6 +205,14 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	rf->ops = kvcalloc(rf->cq_limits.waiting, sizeof(*rf->ops), GFP_KERNEL_ACCOUNT);
 	if (!rf->slots || !rf->rx_free || !rf->ops)
 		goto out_free;
+	if (files_size) {
+		rf->files_map = kvcalloc(BITS_TO_LONGS(files_size >> PAGE_SHIFT),
+					 sizeof(unsigned long), GFP_KERNEL_ACCOUNT);
+		if (!rf->files_map)
+			goto out_free;
+	}
+	rf->files_offset = map_size;
+	rf->files_pages = files_size >> PAGE_SHIFT;
 	init_llist_head(&rf->op_free);
 	for (i = 0; i < rf->cq_limits.waiting; i++)
 		llist_add(&rf->ops[i].free_node, &rf->op_free);
@@ -230,6 +248,7 @@ int rs_rings_setup(struct rs_file *rf, struct rdmashare_setup *p)
 	p->rx_slot_size = slot_size;
 	p->rx_offset = data_size;
 	p->map_size = map_size;
+	p->files_size = files_size;
 	p->max_acs = READ_ONCE(rs_max_acs_per_file);
 	p->max_waiting = rf->cq_limits.waiting;
 	rs_fill_offsets(&p->sq_off, offsetof(struct rs_rings, sq),
@@ -260,7 +279,7 @@ out_unlock:
 int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 {
 	unsigned long len = vma->vm_end - vma->vm_start;
-	unsigned long pgoff = vma->vm_pgoff;
+	unsigned long pgoff = vma->vm_pgoff, pages;
 	struct rs_area *region;
 
 	/* Pairs with rs_rings_setup(): the regions are complete once ready. */
@@ -271,14 +290,16 @@ int rs_rings_mmap(struct rs_file *rf, struct vm_area_struct *vma)
 	if (vma->vm_flags & VM_EXEC)
 		return -EPERM;
 
+	/* Not the file area: AC files' send buffers are the kernel's. */
 	if (pgoff >= RS_OFF_DATA_PGOFF) {
 		region = &rf->data_area;
 		pgoff -= RS_OFF_DATA_PGOFF;
+		pages = rf->map_size >> PAGE_SHIFT;
 	} else {
 		region = &rf->rings_area;
+		pages = region->nr_pages;
 	}
-	if (pgoff >= region->nr_pages ||
-	    len > (region->nr_pages - pgoff) << PAGE_SHIFT)
+	if (pgoff >= pages || len > (pages - pgoff) << PAGE_SHIFT)
 		return -EINVAL;
 
 	rs_vm_flags_clear(vma, VM_MAYEXEC);

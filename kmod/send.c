@@ -15,30 +15,17 @@
 #include "rdmashare.h"
 #include "transport.h"
 
-/* SEND, SHUTDOWN, or CLOSE of an open AC: queued for the sender. */
-void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
+/*
+ * Queue @op, a SEND, SHUTDOWN or CLOSE, on @ac for its QP's sender: 0, or
+ * why not (@op is the caller's again); *@dup_close, if not NULL, says
+ * whether a CLOSE was queued already.
+ */
+int rs_ac_queue(struct rs_ac *ac, struct rs_send *op, bool *dup_close)
 {
 	struct rs_dma_map *map = NULL;
-	struct rs_file *rf = ac->rf;
 	struct rs_device *rdev;
-	bool dup_close;
-	struct rs_send *op;
 	int err = 0;
 
-	if (sqe->len > RS_PROTO_MAX_MSG || sqe->addr > rf->map_size ||
-	    sqe->len > rf->map_size - sqe->addr) {
-		rs_complete_op(rf, sqe, -EINVAL);
-		return;
-	}
-	op = rs_op_get(rf);
-	if (!op) {
-		rs_complete_op(rf, sqe, -ENOMEM);
-		return;
-	}
-	op->opcode = sqe->opcode;
-	op->user_data = sqe->user_data;
-	op->addr = sqe->addr;
-	op->len = sqe->len;
 	/*
 	 * Its chunks over pullup_max go from the data area in place, once it
 	 * is mapped for the device (sender.c); without a mapping, copied.
@@ -47,13 +34,14 @@ void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	    op->len > READ_ONCE(rs_pullup_max)) {
 		rdev = READ_ONCE(ac->qp->rdev);
 		if (rdev)
-			map = rs_dma_map_get(rf, rdev);
+			map = rs_dma_map_get(ac->rf, rdev);
 	}
 
 	spin_lock_irq(&ac->qp->lock);
 	if (map)
 		ac->map = map;
-	dup_close = ac->close_queued;
+	if (dup_close)
+		*dup_close = ac->close_queued;
 	if (ac->peer_closed)
 		err = -EPIPE;
 	else if (READ_ONCE(ac->state) != RS_AC_OPEN || ac->qp->state == RS_QP_DOWN)
@@ -79,24 +67,50 @@ void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 			rs_sched_enqueue(&ac->qp->sched, &ac->se);
 	}
 	spin_unlock_irq(&ac->qp->lock);
-	if (err) {
-		rs_op_put(rf, op);
-		/*
-		 * The first CLOSE of an AC that closed under it (the peer's
-		 * CLOSE, a lost QP) still frees the id, as any CLOSE does.
-		 */
-		if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
-			rs_ac_do_close(ac, 0, true);
-			WRITE_ONCE(ac->handed_out, false);
-			rs_ac_cancel_closed(ac);
-			rs_complete_op(rf, sqe, 0);
-			rs_ac_del_from_file(ac);
-			return;
-		}
-		rs_complete_op(rf, sqe, err);
+	if (!err)
+		rs_qp_push(ac->qp);
+	return err;
+}
+
+/* SEND, SHUTDOWN, or CLOSE of an open AC, from an SQE. */
+void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
+{
+	struct rs_file *rf = ac->rf;
+	bool dup_close;
+	struct rs_send *op;
+	int err;
+
+	if (sqe->len > RS_PROTO_MAX_MSG || sqe->addr > rf->map_size ||
+	    sqe->len > rf->map_size - sqe->addr) {
+		rs_complete_op(rf, sqe, -EINVAL);
 		return;
 	}
-	rs_qp_push(ac->qp);
+	op = rs_op_get(rf);
+	if (!op) {
+		rs_complete_op(rf, sqe, -ENOMEM);
+		return;
+	}
+	op->opcode = sqe->opcode;
+	op->user_data = sqe->user_data;
+	op->addr = sqe->addr;
+	op->len = sqe->len;
+	err = rs_ac_queue(ac, op, &dup_close);
+	if (!err)
+		return;
+	rs_op_put(rf, op);
+	/*
+	 * The first CLOSE of an AC that closed under it (the peer's CLOSE, a
+	 * lost QP) still frees the id, as any CLOSE does.
+	 */
+	if (sqe->opcode == RDMASHARE_OP_CLOSE && !dup_close) {
+		rs_ac_do_close(ac, 0, true);
+		WRITE_ONCE(ac->handed_out, false);
+		rs_ac_cancel_closed(ac);
+		rs_complete_op(rf, sqe, 0);
+		rs_ac_del_from_file(ac);
+		return;
+	}
+	rs_complete_op(rf, sqe, err);
 }
 
 /* SEND, RELEASE, CLOSE and SHUTDOWN from submit.c; each completes once. */

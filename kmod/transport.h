@@ -427,6 +427,10 @@ struct rs_slot_fifo {
  *	CONNECT or ACCEPT (0: none, the peer places nothing)
  * @peer_rkey: version 4: the rkey the peer sent, 0 for none
  * @peer_stride: version 4: the bytes between two of the peer's slots
+ * @af: an AC file's AC: what its file needs (acfile.c); set before the AC
+ *	gets an id, never changes after; its chunks and its end do not come
+ *	to @rf's CQ, and SQEs cannot name it
+ * @files: a listener whose ACs are AC files (RDMASHARE_LISTEN_FILES)
  *
  * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
  * @credit_stalls (times it came to have data and no credit) under
@@ -508,6 +512,8 @@ struct rs_ac {
 	u32 rx_rkey;
 	u32 peer_rkey;
 	u32 peer_stride;
+	struct rs_acfile *af;
+	bool files;
 
 	u32 rx_reserved;
 	u32 rx_held;
@@ -692,8 +698,10 @@ void rs_qp_xmit_stop(struct rs_qp *qp);
 /* recv.c */
 void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc);
 void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe);
+u32 rs_rx_slot_free_locked(struct rs_file *rf, u32 idx);
 
 /* send.c: an application's SEND, SHUTDOWN and CLOSE */
+int rs_ac_queue(struct rs_ac *ac, struct rs_send *op, bool *dup_close);
 void rs_ac_send(struct rs_ac *ac, const struct rdmashare_sqe *sqe);
 void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status);
 

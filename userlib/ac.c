@@ -528,6 +528,48 @@ int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_m
 	return rs_new_ac(rs, a.ac);
 }
 
+int rdmashare_listen_files(struct rdmashare *rs, unsigned int port, unsigned int backlog)
+{
+	struct rdmashare_listen l = {
+		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FILES, .port = port,
+		.backlog = backlog,
+	};
+	int ret;
+
+	ret = rs_ioctl(rs, RDMASHARE_IOC_LISTEN, &l);
+	return ret ? ret : rs_new_ac(rs, l.ac);
+}
+
+int rdmashare_accept_file(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms,
+			  unsigned int sndbuf, unsigned int flags)
+{
+	struct rdmashare_accept a = {
+		.size = sizeof(a), .flags = RDMASHARE_ACCEPT_FILE, .listen_ac = listen_ac,
+		.timeout_ms = timeout_ms, .file = { .flags = flags, .sndbuf = sndbuf },
+	};
+	int ret;
+
+	/* The AC is the file's alone: not one of this handle's. */
+	ret = rs_ioctl(rs, RDMASHARE_IOC_ACCEPT, &a);
+	return ret ? ret : a.file.fd;
+}
+
+int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
+			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags)
+{
+	struct rdmashare_connect c = {
+		.size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE, .timeout_ms = timeout_ms,
+		.file = { .flags = flags, .sndbuf = sndbuf },
+	};
+	int ret;
+
+	ret = rs_addr_in(addr, &c.peer);
+	if (ret)
+		return ret;
+	ret = rs_ioctl(rs, RDMASHARE_IOC_CONNECT, &c);
+	return ret ? ret : c.file.fd;
+}
+
 int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 {
 	struct rdmashare_sqe *sqe;

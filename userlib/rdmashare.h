@@ -315,6 +315,54 @@ int rdmashare_set_band(struct rdmashare *rs, int ac, unsigned int band);
  */
 int rdmashare_set_app_weight(struct rdmashare *rs, unsigned int weight);
 
+/*
+ * AC files (RDMASHARE_FEAT_AC_FILES): an AC as a descriptor of its own, a
+ * byte stream with read(2), write(2), poll(2) and close(2), like a
+ * connected stream socket.  The handle needs a file area for their send
+ * buffers (struct rdmashare_setup's files_size, RDMASHARE_SETUP_FILES).
+ * @flags: RDMASHARE_FILE_NONBLOCK, RDMASHARE_FILE_CLOEXEC; @sndbuf: bytes
+ * of the AC file's send buffer, 0 for the default.
+ */
+
+/**
+ * rdmashare_listen_files() - listen on a service port for AC files
+ * @rs: a set-up handle with a file area
+ * @port: 1 to 65535, unique on the host
+ * @backlog: connections that may wait for rdmashare_accept_file()
+ *
+ * Return: the listening AC (closed with rdmashare_close_ac()), or -EINVAL
+ * (no file area), -EADDRINUSE, ...
+ */
+int rdmashare_listen_files(struct rdmashare *rs, unsigned int port, unsigned int backlog);
+
+/**
+ * rdmashare_accept_file() - the next connection, as an AC file
+ * @rs: a set-up handle
+ * @listen_ac: from rdmashare_listen_files()
+ * @timeout_ms: 0 waits without limit
+ * @sndbuf: its send buffer's size, 0 for the default
+ * @flags: RDMASHARE_FILE_*
+ *
+ * Return: the AC file's descriptor, or -ETIME, -ENOSPC (the file area is
+ * full), -EMFILE, ...
+ */
+int rdmashare_accept_file(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms,
+			  unsigned int sndbuf, unsigned int flags);
+
+/**
+ * rdmashare_connect_file() - open an AC to a peer's service port, as a file
+ * @rs: a set-up handle with a file area
+ * @addr: sockaddr_in or sockaddr_in6 with the peer's address and port
+ * @timeout_ms: 0 for the module's default
+ * @sndbuf: its send buffer's size, 0 for the default
+ * @flags: RDMASHARE_FILE_*
+ *
+ * Return: the AC file's descriptor, or the errors of rdmashare_connect()
+ * and -ENOSPC (the file area is full), -EMFILE.
+ */
+int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
+			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,6 +47,7 @@ enum {
 #define RDMASHARE_FEAT_SQ_WAKEUP	(1ULL << 7)	/* RDMASHARE_SETUP_SQ_WAKEUP */
 #define RDMASHARE_FEAT_CQ_OVERFLOW	(1ULL << 8)	/* RDMASHARE_SQ_CQ_OVERFLOW */
 #define RDMASHARE_FEAT_SLOT_SIZE	(1ULL << 9)	/* RDMASHARE_SETUP_SLOT_SIZE */
+#define RDMASHARE_FEAT_AC_FILES	(1ULL << 10)	/* AC files: read, write, poll */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -126,9 +127,13 @@ struct rdmashare_ring_offsets {
  * many bytes, so a file that receives small messages on many ACs gets more
  * slots, and larger windows, from the same memory; a larger message comes
  * in more chunks.
+ *
+ * RDMASHARE_SETUP_FILES: @files_size is an input: the file can make AC
+ * files (RDMASHARE_CONNECT_FILE, RDMASHARE_LISTEN_FILES).
  */
 #define RDMASHARE_SETUP_SQ_WAKEUP	(1U << 0)
 #define RDMASHARE_SETUP_SLOT_SIZE	(1U << 1)
+#define RDMASHARE_SETUP_FILES		(1U << 2)
 
 /*
  * SQ ring flags.  RDMASHARE_SQ_CQ_OVERFLOW: an AC's CLOSED completion holds
@@ -167,6 +172,10 @@ struct rdmashare_ring_offsets {
  *	-EMFILE, a peer's CONNECT to a listener of the file is refused
  * @max_waiting: out: SENDs, CLOSEs and SHUTDOWNs the file may have at once
  *	that have not completed; see struct rdmashare_enter
+ * @files_size: in, with RDMASHARE_SETUP_FILES: bytes of the file area, from
+ *	which the AC files that this file makes get their send buffers
+ *	(struct rdmashare_file_params); rounded up to the page size; out: its
+ *	size.  It follows the receive slots in memory and is not mapped.
  * @resv: reserved, must be 0
  *
  * Once per file: a second call gets -EBUSY.  Sizes above the module's limits
@@ -188,7 +197,8 @@ struct rdmashare_setup {
 	__aligned_u64 map_size;
 	__u32 max_acs;
 	__u32 max_waiting;
-	__aligned_u64 resv[3];
+	__aligned_u64 files_size;
+	__aligned_u64 resv[2];
 };
 
 #define RDMASHARE_IOC_SETUP	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SETUP)
@@ -336,10 +346,13 @@ struct rdmashare_addr {
 	__u8 addr[16];
 };
 
+/* RDMASHARE_IOC_LISTEN flags */
+#define RDMASHARE_LISTEN_FILES		(1U << 0)	/* ACCEPT gives AC files */
+
 /**
  * struct rdmashare_listen - RDMASHARE_IOC_LISTEN
  * @size: sizeof(struct rdmashare_listen)
- * @flags: must be 0
+ * @flags: RDMASHARE_LISTEN_*
  * @port: service port to listen on, 1 to 65535, unique on the host
  * @backlog: connections waiting for ACCEPT, 1 to the max_backlog tunable
  * @ac: out: the listening AC
@@ -356,17 +369,55 @@ struct rdmashare_listen {
 
 #define RDMASHARE_IOC_LISTEN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_LISTEN)
 
+/* struct rdmashare_file_params flags */
+#define RDMASHARE_FILE_NONBLOCK		(1U << 0)	/* the file is O_NONBLOCK */
+#define RDMASHARE_FILE_CLOEXEC		(1U << 1)	/* its descriptor: O_CLOEXEC */
+
+/**
+ * struct rdmashare_file_params - an AC file (RDMASHARE_FEAT_AC_FILES)
+ * @flags: RDMASHARE_FILE_*
+ * @fd: out: the AC file's descriptor
+ * @sndbuf: in: bytes of the AC file's send buffer, 0 for 64 KiB; rounded up
+ *	to the page size; out: its size.  It comes from the file area of the
+ *	file that makes the AC (struct rdmashare_setup's @files_size).
+ * @resv: must be 0
+ *
+ * An AC file is a byte stream over one AC, like a connected stream socket:
+ * read(2) returns what arrived, 0 once the peer shut down or closed and all
+ * of it was read; write(2) copies into the send buffer and queues what it
+ * copied as messages, and fails with EPIPE (and SIGPIPE) once the peer
+ * closed; poll(2) reports EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLHUP and
+ * EPOLLERR; close(2) closes the AC once what was written went out.  A
+ * closed AC's error (ECONNRESET when its QP went down) comes from read(2)
+ * and write(2).  The AC keeps an id in the file that made it, but SQEs
+ * cannot name it and none of its completions come to that file's CQ.  The
+ * AC file holds the file that made it open.
+ */
+struct rdmashare_file_params {
+	__u32 flags;
+	__s32 fd;
+	__u32 sndbuf;
+	__u32 resv;
+};
+
+/* RDMASHARE_IOC_CONNECT flags */
+#define RDMASHARE_CONNECT_FILE		(1U << 0)	/* give an AC file */
+
 /**
  * struct rdmashare_connect - RDMASHARE_IOC_CONNECT
  * @size: sizeof(struct rdmashare_connect)
- * @flags: must be 0
+ * @flags: RDMASHARE_CONNECT_*
  * @peer: where to connect
  * @timeout_ms: give up after this long, 0 for the module's default
  * @ac: out: the new AC
+ * @file: with RDMASHARE_CONNECT_FILE: the AC file (in: its flags and send
+ *	buffer; out: its descriptor); otherwise must be 0
  *
  * Blocks until the peer accepted or refused.  Errors: ECONNREFUSED (no
  * listener on the port), ETIMEDOUT, EHOSTUNREACH / ENETUNREACH (no RDMA
- * path), ENOBUFS (no receive slots or CQ room left in this file), EINTR.
+ * path), ENOBUFS (no receive slots or CQ room left in this file), EINTR,
+ * EINVAL (unknown flags, a send buffer larger than the file area), ENOSPC
+ * (no room left in the file area), EMFILE (no descriptor left).
  */
 struct rdmashare_connect {
 	__u32 size;
@@ -374,12 +425,14 @@ struct rdmashare_connect {
 	struct rdmashare_addr peer;
 	__u32 timeout_ms;
 	__u32 ac;
+	struct rdmashare_file_params file;
 };
 
 #define RDMASHARE_IOC_CONNECT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_CONNECT)
 
 /* RDMASHARE_IOC_ACCEPT flags */
 #define RDMASHARE_ACCEPT_NONBLOCK	(1U << 0)	/* -EAGAIN if none waits */
+#define RDMASHARE_ACCEPT_FILE		(1U << 1)	/* give an AC file */
 
 /**
  * struct rdmashare_accept - RDMASHARE_IOC_ACCEPT
@@ -390,6 +443,10 @@ struct rdmashare_connect {
  * @ac: out: the new AC
  * @resv: must be 0
  * @peer: out: the connecting peer (its port is 0)
+ * @file: with RDMASHARE_ACCEPT_FILE, which a listener with
+ *	RDMASHARE_LISTEN_FILES needs and any other refuses (EINVAL): the AC
+ *	file (in: its flags and send buffer; out: its descriptor), with the
+ *	errors of CONNECT's; otherwise must be 0
  */
 struct rdmashare_accept {
 	__u32 size;
@@ -399,6 +456,7 @@ struct rdmashare_accept {
 	__u32 ac;
 	__u32 resv;
 	struct rdmashare_addr peer;
+	struct rdmashare_file_params file;
 };
 
 #define RDMASHARE_IOC_ACCEPT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_ACCEPT)

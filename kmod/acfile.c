@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rdmashare: AC files.
+ *
+ * An AC file is one AC as a file of its own, a byte stream like a connected
+ * stream socket's: read(2), write(2), poll(2) and close(2), for programs
+ * (and a preload library) that want a descriptor per connection rather
+ * than a file's rings.  The AC is still an AC of the /dev/rdmashare file
+ * that made it (RDMASHARE_CONNECT_FILE, or ACCEPT on a listener with
+ * RDMASHARE_LISTEN_FILES): on that file's shared QP, in its scheduler
+ * group, with its receive slots.  Only its SQEs and completions are gone:
+ *
+ * - Receiving: recv.c hands each chunk, in its slot, to the AC file's queue
+ *   (rs_acfile_deliver()) instead of posting a RECV completion; read(2)
+ *   copies from the oldest slot on and gives each slot back as it empties,
+ *   as a RELEASE does.  Chunks that come before the file exists (while the
+ *   AC waits in a listener's backlog) wait in the queue.
+ * - Sending: write(2) copies into the AC file's send buffer, a ring in the
+ *   maker's file area (the data area past the receive slots, never mapped
+ *   to user space), and queues each contiguous piece as a SEND
+ *   (rs_ac_queue()) that the sender takes as any other: copied when small,
+ *   sent in place when large.  Their completions (rs_acfile_op_done())
+ *   free the ring from its tail.
+ * - Closing: the file's release gives back what was not read, drops what
+ *   still comes, and queues a CLOSE after the writes; the AC goes once that
+ *   went out, and the send buffer when the AC is freed, when nothing can
+ *   send from it any more.
+ *
+ * The AC file holds the maker's file, so that the data area, the ACs and
+ * the QPs outlive every descriptor of it but the AC file's.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/bitmap.h>
+#include <linux/fcntl.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "acfile.h"
+#include "transport.h"
+
+static void rs_acfile_free_pages(struct rs_file *rf, u32 page, u32 pages)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&rf->files_lock, flags);
+	bitmap_clear(rf->files_map, page, pages);
+	spin_unlock_irqrestore(&rf->files_lock, flags);
+}
+
+/*
+ * The send buffer and the descriptor of an AC file that @rf is to make,
+ * before its AC exists: a failure here costs no connection.
+ */
+int rs_acfile_reserve(struct rs_file *rf, struct rdmashare_file_params *p,
+		      struct rs_new_file *nf, struct rs_acfile_res *res)
+{
+	unsigned long flags, start;
+	u64 len;
+	int fd;
+
+	/* A caller that cannot see the descriptor's field gets none. */
+	if (!nf->whole || (p->flags & ~(RDMASHARE_FILE_NONBLOCK | RDMASHARE_FILE_CLOEXEC)) ||
+	    p->fd || p->resv)
+		return -EINVAL;
+	len = PAGE_ALIGN((u64)(p->sndbuf ?: RS_ACFILE_SNDBUF));
+	if (!rf->files_pages || len >> PAGE_SHIFT > rf->files_pages)
+		return -EINVAL;
+	res->pages = len >> PAGE_SHIFT;
+
+	spin_lock_irqsave(&rf->files_lock, flags);
+	start = bitmap_find_next_zero_area(rf->files_map, rf->files_pages, 0, res->pages, 0);
+	if (start < rf->files_pages)
+		bitmap_set(rf->files_map, start, res->pages);
+	spin_unlock_irqrestore(&rf->files_lock, flags);
+	if (start >= rf->files_pages)
+		return -ENOSPC;
+	res->page = start;
+
+	fd = get_unused_fd_flags(p->flags & RDMASHARE_FILE_CLOEXEC ? O_CLOEXEC : 0);
+	if (fd < 0) {
+		rs_acfile_free_pages(rf, res->page, res->pages);
+		return fd;
+	}
+	res->fd = fd;
+	res->flags = p->flags;
+	res->nf = nf;
+	return 0;
+}
+
+/* What rs_acfile_reserve() took, for an AC file that was not made. */
+void rs_acfile_unreserve(struct rs_file *rf, struct rs_acfile_res *res)
+{
+	put_unused_fd(res->fd);
+	rs_acfile_free_pages(rf, res->page, res->pages);
+}
+
+/* @ac, not yet in any table, will be an AC file's: its chunks queue up. */
+int rs_acfile_attach(struct rs_ac *ac)
+{
+	struct rs_acfile *af;
+
+	af = kzalloc(sizeof(*af), GFP_KERNEL_ACCOUNT);
+	if (!af)
+		return -ENOMEM;
+	mutex_init(&af->read_lock);
+	mutex_init(&af->write_lock);
+	spin_lock_init(&af->lock);
+	ac->af = af;
+	return 0;
+}
+
+/* Called from rs_ac_free(): nothing sends from the send buffer any more. */
+void rs_acfile_free(struct rs_ac *ac)
+{
+	struct rs_acfile *af = ac->af;
+
+	if (af->sndbuf_len)
+		rs_acfile_free_pages(ac->rf, af->page, af->sndbuf_len >> PAGE_SHIFT);
+	if (af->ctx)
+		fput(af->ctx);
+	mutex_destroy(&af->read_lock);
+	mutex_destroy(&af->write_lock);
+	kfree(af);
+}
+
+/* Called with the file's rx_lock held: the chunk in slot @idx is @ac's next. */
+void rs_acfile_deliver(struct rs_ac *ac, u32 idx, u32 len)
+{
+	struct rs_rx_slot *slots = ac->rf->slots;
+	struct rs_acfile *af = ac->af;
+
+	lockdep_assert_held(&ac->rf->rx_lock);
+	slots[idx].len = len;
+	if (af->rx_n)
+		slots[af->rx_tail].next = idx;
+	else
+		af->rx_head = idx;
+	af->rx_tail = idx;
+	WRITE_ONCE(af->rx_n, af->rx_n + 1);
+}
+
+void rs_acfile_wake(struct rs_ac *ac)
+{
+	/* Pairs with the barrier of adding a waiter: the change is seen. */
+	if (wq_has_sleeper(&ac->wait))
+		wake_up_all(&ac->wait);
+}
+
+/*
+ * Called with the file's rx_lock held: the oldest chunk is read; its slot
+ * goes back (the caller passes the id returned to rs_rx_slot_back()).
+ */
+static u32 rs_acfile_pop(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	struct rs_acfile *af = ac->af;
+	u32 idx = af->rx_head;
+
+	af->rx_head = rf->slots[idx].next;
+	WRITE_ONCE(af->rx_n, af->rx_n - 1);
+	af->rx_cursor = 0;
+	return rs_rx_slot_free_locked(rf, idx);
+}
+
+/*
+ * Nobody reads @ac's chunks any more: those that came go back, and those
+ * still coming are dropped (recv.c).
+ */
+void rs_acfile_drain(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	u32 conn;
+
+	for (;;) {
+		spin_lock_irq(&rf->rx_lock);
+		ac->rx_done = true;
+		if (!ac->af->rx_n) {
+			spin_unlock_irq(&rf->rx_lock);
+			return;
+		}
+		conn = rs_acfile_pop(ac);
+		spin_unlock_irq(&rf->rx_lock);
+		rs_rx_slot_back(rf, ac, conn);
+	}
+}
+
+/*
+ * A write's SEND completed (@res its length) or failed; the send buffer is
+ * free up to the oldest write that has not completed.  The CLOSE of the
+ * release ends the AC in rs_ac_send_done().
+ */
+void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
+{
+	struct rs_acfile *af = ac->af;
+	unsigned long flags;
+	u32 i;
+
+	if (op == &af->close_op)
+		return;
+	spin_lock_irqsave(&af->lock, flags);
+	if (res < 0 && !af->tx_error)
+		af->tx_error = res;
+	af->op_done[op - af->ops] = true;
+	while (af->op_tail != af->op_head) {
+		i = af->op_tail % RS_ACFILE_OPS;
+		if (!af->op_done[i])
+			break;
+		af->op_done[i] = false;
+		af->tx_tail += af->ops[i].len;
+		af->op_tail++;
+	}
+	spin_unlock_irqrestore(&af->lock, flags);
+	rs_acfile_wake(ac);
+}
+
+/*
+ * What a reader finds when no chunk waits: 1 if more may come, 0 at the end
+ * of the stream (the peer shut down or closed), or the error the AC closed
+ * with.  The peer's end comes after its last chunk, which is queued by the
+ * time the end is seen.
+ */
+static int rs_acfile_rx_end(struct rs_ac *ac)
+{
+	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed))
+		return 0;
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
+		return READ_ONCE(ac->error);
+	return 1;
+}
+
+static bool rs_acfile_readable(struct rs_ac *ac)
+{
+	return READ_ONCE(ac->af->rx_n) || rs_acfile_rx_end(ac) <= 0;
+}
+
+/* Why a write fails now, or 0. */
+static int rs_acfile_tx_err(struct rs_ac *ac)
+{
+	int err = READ_ONCE(ac->af->tx_error);
+
+	if (err)
+		return err;
+	if (READ_ONCE(ac->peer_closed))
+		return -EPIPE;
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
+		return READ_ONCE(ac->error) ?: -EPIPE;
+	return 0;
+}
+
+/* Room for a write: bytes of the send buffer and a write of the ring. */
+static bool rs_acfile_room(struct rs_acfile *af)
+{
+	return READ_ONCE(af->tx_head) - READ_ONCE(af->tx_tail) < af->sndbuf_len &&
+	       READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) < RS_ACFILE_OPS;
+}
+
+static bool rs_acfile_writable(struct rs_ac *ac)
+{
+	return rs_acfile_tx_err(ac) || rs_acfile_room(ac->af);
+}
+
+static ssize_t rs_acfile_read(struct file *filp, char __user *buf, size_t len, loff_t *ppos)
+{
+	struct rs_ac *ac = filp->private_data;
+	struct rs_acfile *af = ac->af;
+	struct rs_file *rf = ac->rf;
+	u32 idx, have, take, conn;
+	ssize_t ret = 0;
+	size_t done = 0;
+	bool empty, gone;
+	int end;
+
+	if (!len)
+		return 0;
+	if (mutex_lock_interruptible(&af->read_lock))
+		return -ERESTARTSYS;
+	while (done < len) {
+		end = rs_acfile_rx_end(ac);
+		/* The end seen, all chunks before it are seen: see above. */
+		smp_rmb();
+		spin_lock_irq(&rf->rx_lock);
+		empty = !af->rx_n;
+		idx = af->rx_head;
+		have = empty ? 0 : rf->slots[idx].len - af->rx_cursor;
+		spin_unlock_irq(&rf->rx_lock);
+		if (empty) {
+			if (done || end <= 0) {
+				ret = end;
+				break;
+			}
+			if (filp->f_flags & O_NONBLOCK) {
+				ret = -EAGAIN;
+				break;
+			}
+			ret = wait_event_interruptible(ac->wait, rs_acfile_readable(ac));
+			if (ret)
+				break;
+			continue;
+		}
+		/* Only this reader takes chunks: the slot stays while it copies. */
+		take = min_t(size_t, have, len - done);
+		if (copy_to_user(buf + done, rf->data + rf->rx_offset +
+				 (size_t)idx * rf->rx_slot_size + af->rx_cursor, take)) {
+			ret = -EFAULT;
+			break;
+		}
+		done += take;
+		spin_lock_irq(&rf->rx_lock);
+		af->rx_cursor += take;
+		gone = af->rx_cursor == rf->slots[idx].len;
+		if (gone)
+			conn = rs_acfile_pop(ac);
+		spin_unlock_irq(&rf->rx_lock);
+		if (gone)
+			rs_rx_slot_back(rf, ac, conn);
+	}
+	mutex_unlock(&af->read_lock);
+	return done ? done : ret;
+}
+
+static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t len,
+			       loff_t *ppos)
+{
+	struct rs_ac *ac = filp->private_data;
+	struct rs_acfile *af = ac->af;
+	struct rs_file *rf = ac->rf;
+	struct rs_send *op;
+	u32 used, take;
+	ssize_t ret = 0;
+	size_t done = 0;
+
+	if (!len)
+		return 0;
+	if (mutex_lock_interruptible(&af->write_lock))
+		return -ERESTARTSYS;
+	while (done < len) {
+		ret = rs_acfile_tx_err(ac);
+		if (ret)
+			break;
+		if (!rs_acfile_room(af)) {
+			if (filp->f_flags & O_NONBLOCK) {
+				ret = -EAGAIN;
+				break;
+			}
+			ret = wait_event_interruptible(ac->wait, rs_acfile_writable(ac));
+			if (ret)
+				break;
+			continue;
+		}
+		/* Completions only free room: it can only have grown since. */
+		spin_lock_irq(&af->lock);
+		used = af->tx_head - af->tx_tail;
+		spin_unlock_irq(&af->lock);
+		take = min3(len - done, (size_t)(af->sndbuf_len - used),
+			    (size_t)(af->sndbuf_len - af->tx_at));
+		take = min_t(u32, take, RS_PROTO_MAX_MSG);
+		if (copy_from_user(rf->data + af->sndbuf + af->tx_at, buf + done, take)) {
+			ret = -EFAULT;
+			break;
+		}
+		op = &af->ops[af->op_head % RS_ACFILE_OPS];
+		memset(op, 0, sizeof(*op));
+		op->opcode = RDMASHARE_OP_SEND;
+		op->file = true;
+		op->addr = af->sndbuf + af->tx_at;
+		op->len = take;
+		op->user_data = af->tx_head;
+		spin_lock_irq(&af->lock);
+		af->tx_head += take;
+		af->op_head++;
+		spin_unlock_irq(&af->lock);
+		ret = rs_ac_queue(ac, op, NULL);
+		if (ret) {
+			/* Not queued: not written; nothing older waits on it. */
+			spin_lock_irq(&af->lock);
+			af->tx_head -= take;
+			af->op_head--;
+			spin_unlock_irq(&af->lock);
+			break;
+		}
+		af->tx_at += take;
+		if (af->tx_at == af->sndbuf_len)
+			af->tx_at = 0;
+		done += take;
+	}
+	mutex_unlock(&af->write_lock);
+	if (done)
+		return done;
+	if (ret == -EPIPE)
+		send_sig(SIGPIPE, current, 0);
+	return ret;
+}
+
+static __poll_t rs_acfile_poll(struct file *filp, poll_table *wait)
+{
+	struct rs_ac *ac = filp->private_data;
+	__poll_t mask = 0;
+	int end;
+
+	poll_wait(filp, &ac->wait, wait);
+	end = rs_acfile_rx_end(ac);
+	/* As in read: the end seen, the chunks before it are too. */
+	smp_rmb();
+	if (READ_ONCE(ac->af->rx_n) || end <= 0)
+		mask |= EPOLLIN | EPOLLRDNORM;
+	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed))
+		mask |= EPOLLRDHUP;
+	if (rs_acfile_writable(ac))
+		mask |= EPOLLOUT | EPOLLWRNORM;
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED) {
+		mask |= EPOLLHUP;
+		if (READ_ONCE(ac->error))
+			mask |= EPOLLERR;
+	}
+	return mask;
+}
+
+/*
+ * The last descriptor is gone: what came and was not read goes back, and
+ * the AC closes once what was written went out (as a CLOSE from the SQ
+ * would), or at once if it closed already.
+ */
+static int rs_acfile_release(struct inode *inode, struct file *filp)
+{
+	struct rs_ac *ac = filp->private_data;
+	struct rs_send *op = &ac->af->close_op;
+
+	rs_acfile_drain(ac);
+	op->opcode = RDMASHARE_OP_CLOSE;
+	op->file = true;
+	if (rs_ac_queue(ac, op, NULL)) {
+		/* Closed under it, by the peer or an error: only the id is left. */
+		rs_ac_do_close(ac, 0, true);
+		rs_ac_del_from_file(ac);
+	}
+	rs_ac_put(ac);
+	return 0;
+}
+
+static const struct file_operations rs_acfile_fops = {
+	.owner = THIS_MODULE,
+	.read = rs_acfile_read,
+	.write = rs_acfile_write,
+	.poll = rs_acfile_poll,
+	.release = rs_acfile_release,
+};
+
+/*
+ * The AC file of @ac, which opened, with what rs_acfile_reserve() took: its
+ * descriptor is installed once the ioctl's answer is out (chardev.c).  On
+ * failure @res is still the caller's.
+ */
+int rs_acfile_bind(struct rs_ac *ac, struct rs_acfile_res *res,
+		   struct rdmashare_file_params *p)
+{
+	struct rs_acfile *af = ac->af;
+	struct file *file;
+
+	file = anon_inode_getfile("[rdmashare-ac]", &rs_acfile_fops, ac,
+				  O_RDWR | (res->flags & RDMASHARE_FILE_NONBLOCK ? O_NONBLOCK : 0));
+	if (IS_ERR(file))
+		return PTR_ERR(file);
+	/* No lseek, pread or pwrite: a stream. */
+	stream_open(file_inode(file), file);
+	kref_get(&ac->ref);		/* the file's */
+	af->ctx = get_file(res->nf->ctx);
+	af->page = res->page;
+	af->sndbuf = ac->rf->files_offset + ((u64)res->page << PAGE_SHIFT);
+	af->sndbuf_len = res->pages << PAGE_SHIFT;
+	res->nf->file = file;
+	res->nf->fd = res->fd;
+	p->fd = res->fd;
+	p->sndbuf = af->sndbuf_len;
+	return 0;
+}

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rdmashare: AC files, a byte stream over one AC (acfile.c).
+ */
+#ifndef _RDMASHARE_ACFILE_H
+#define _RDMASHARE_ACFILE_H
+
+#include <linux/mutex.h>
+#include <linux/sizes.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+
+#include "rdmashare.h"
+
+struct rs_ac;
+struct rdmashare_file_params;
+
+/* Writes of an AC file queued and not completed, at most. */
+#define RS_ACFILE_OPS		64
+/* The send buffer of an AC file whose maker names no size. */
+#define RS_ACFILE_SNDBUF	SZ_64K
+
+/**
+ * struct rs_acfile - what an AC file needs of its AC (rs_ac.af)
+ * @rx_head: the oldest slot that holds a chunk not read yet
+ * @rx_tail: the newest
+ * @rx_n: slots from @rx_head to @rx_tail (rs_rx_slot.next links them)
+ * @rx_cursor: bytes of @rx_head's chunk read already
+ * @read_lock: one reader at a time
+ * @write_lock: one writer at a time
+ * @lock: protects @tx_head, @tx_tail, @op_head, @op_tail, @op_done and
+ *	@tx_error
+ * @tx_head: bytes written to the send buffer, ever (modulo 2^32)
+ * @tx_tail: bytes of them whose SEND completed
+ * @tx_at: where the next write goes in the send buffer (@write_lock)
+ * @op_head: writes queued, ever; each has @ops[its number % RS_ACFILE_OPS]
+ * @op_tail: writes completed, in order
+ * @op_done: a write completed, ahead of an older one
+ * @tx_error: the first write that failed, its error
+ * @ctx: the /dev/rdmashare file that made the AC file (a reference), once
+ *	there is one
+ * @page: the send buffer's first page in the file area
+ * @sndbuf: the send buffer's offset in the data area
+ * @sndbuf_len: its length, 0 until the AC file exists
+ * @close_op: the CLOSE that the AC file's release queues
+ * @ops: the writes
+ *
+ * The receive queue is under the file's rx_lock; the rest of the AC's
+ * state (open, closed, the peer's end) is the AC's own.
+ */
+struct rs_acfile {
+	u32 rx_head;
+	u32 rx_tail;
+	u32 rx_n;
+	u32 rx_cursor;
+	struct mutex read_lock;		/* one reader */
+	struct mutex write_lock;	/* one writer */
+	spinlock_t lock;		/* the send buffer's ring */
+	u32 tx_head;
+	u32 tx_tail;
+	u32 tx_at;
+	u32 op_head;
+	u32 op_tail;
+	int tx_error;
+	struct file *ctx;
+	u32 page;
+	u64 sndbuf;
+	u32 sndbuf_len;
+	bool op_done[RS_ACFILE_OPS];
+	struct rs_send close_op;
+	struct rs_send ops[RS_ACFILE_OPS];
+};
+
+/*
+ * What an AC file is made with before its AC opens: its send buffer's
+ * pages in the file area and its descriptor.
+ */
+struct rs_acfile_res {
+	u32 page;
+	u32 pages;
+	int fd;
+	u32 flags;
+	struct rs_new_file *nf;
+};
+
+int rs_acfile_reserve(struct rs_file *rf, struct rdmashare_file_params *p,
+		      struct rs_new_file *nf, struct rs_acfile_res *res);
+void rs_acfile_unreserve(struct rs_file *rf, struct rs_acfile_res *res);
+int rs_acfile_attach(struct rs_ac *ac);
+int rs_acfile_bind(struct rs_ac *ac, struct rs_acfile_res *res,
+		   struct rdmashare_file_params *p);
+void rs_acfile_free(struct rs_ac *ac);
+void rs_acfile_deliver(struct rs_ac *ac, u32 idx, u32 len);
+void rs_acfile_wake(struct rs_ac *ac);
+void rs_acfile_drain(struct rs_ac *ac);
+void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res);
+
+#endif /* _RDMASHARE_ACFILE_H */

@@ -1,0 +1,566 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * AC files (RDMASHARE_CONNECT_FILE, RDMASHARE_LISTEN_FILES): an AC as a
+ * byte-stream descriptor, both ends in this process (or a child).  A
+ * checked stream both ways, poll(2) and nonblocking I/O, the end of the
+ * stream and EPIPE/SIGPIPE, data that comes before ACCEPT, slots and send
+ * buffers given back when AC files close unread, a descriptor that
+ * outlives its handle and crosses fork(2), and the errors of bad
+ * parameters, including that the rings cannot reach an AC file's AC.
+ */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		8300
+#define FILES_SIZE	(1 << 20)
+
+static struct sockaddr_in peer_addr(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	const char *ip = getenv("RS_IP") ?: "127.0.0.1";
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	return sin;
+}
+
+/* A handle with a file area of @files bytes (0: none) and @slots slots. */
+static struct rdmashare *open_files(size_t files, unsigned int slots)
+{
+	struct rdmashare_setup p = {
+		.flags = files ? RDMASHARE_SETUP_FILES : 0,
+		.files_size = files, .data_size = 1 << 20, .rx_slots = slots,
+	};
+
+	return rs_open_with(&p);
+}
+
+/* A connected pair of AC files: *@cfd the client's, *@sfd the server's. */
+static int file_pair(struct __test_metadata *_metadata, struct rdmashare *c,
+		     struct rdmashare *s, unsigned int port, unsigned int flags,
+		     int *cfd, int *sfd)
+{
+	struct sockaddr_in sin = peer_addr(port);
+	int l;
+
+	l = rdmashare_listen_files(s, port, 8);
+	EXPECT_LE(1, l);
+	*cfd = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0, flags);
+	EXPECT_LE(0, *cfd);
+	*sfd = rdmashare_accept_file(s, l, 20000, 0, flags);
+	EXPECT_LE(0, *sfd);
+	return l;
+}
+
+/* The byte at stream offset @i of the test pattern. */
+static unsigned char pat(size_t i)
+{
+	return (unsigned char)(i * 131 + (i >> 12) * 7 + 3);
+}
+
+struct writer {
+	int fd;
+	size_t total;
+	ssize_t err;
+};
+
+/* Writes the pattern in pieces of varying sizes, then closes. */
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	static const size_t sizes[] = { 1, 7, 64, 1000, 4096, 5000, 65536, 100000 };
+	unsigned char *buf = malloc(100000);
+	size_t off = 0, n, i, k = 0;
+	ssize_t r;
+
+	while (buf && off < w->total) {
+		n = sizes[k++ % (sizeof(sizes) / sizeof(sizes[0]))];
+		if (n > w->total - off)
+			n = w->total - off;
+		for (i = 0; i < n; i++)
+			buf[i] = pat(off + i);
+		for (i = 0; i < n; i += r) {
+			r = write(w->fd, buf + i, n - i);
+			if (r <= 0) {
+				w->err = r < 0 ? -errno : -EIO;
+				goto out;
+			}
+		}
+		off += n;
+	}
+out:
+	free(buf);
+	close(w->fd);
+	return NULL;
+}
+
+/* Reads to the end of the stream; the bytes read, checked, or -errno. */
+static ssize_t read_checked(int fd, size_t start)
+{
+	unsigned char buf[70000];
+	size_t off = start, i;
+	ssize_t r;
+
+	for (;;) {
+		r = read(fd, buf, sizeof(buf) - (off % 3) * 1000);
+		if (r < 0)
+			return -errno;
+		if (!r)
+			return off - start;
+		for (i = 0; i < (size_t)r; i++)
+			if (buf[i] != pat(off + i))
+				return -EBADMSG;
+		off += r;
+	}
+}
+
+/* @total bytes from @cfd, written by a thread, to @sfd: all, in order. */
+static void stream_through(struct __test_metadata *_metadata, int cfd, int sfd, size_t total)
+{
+	struct writer w = { .fd = cfd, .total = total };
+	pthread_t t;
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, writer_fn, &w));
+	EXPECT_EQ((ssize_t)total, read_checked(sfd, 0));
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, w.err);
+	close(sfd);
+}
+
+/* 4 MiB one way, in writes of 1 byte to 100000: every byte in order. */
+TEST(stream_checked)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	size_t total = 4 << 20;
+	int cfd, sfd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	stream_through(_metadata, cfd, sfd, total);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* Both ways at once, nonblocking, driven by poll(2). */
+TEST(poll_both_ways)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	size_t total = 1 << 20, sent[2] = { 0 }, got[2] = { 0 };
+	unsigned char buf[20000];
+	struct pollfd pfd[2];
+	int cfd, sfd, i, n;
+	ssize_t r;
+	size_t j;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 1, RDMASHARE_FILE_NONBLOCK, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	EXPECT_TRUE(fcntl(cfd, F_GETFL) & O_NONBLOCK);
+	/* Nothing came yet. */
+	EXPECT_EQ(-1, read(sfd, buf, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	pfd[0].fd = cfd;
+	pfd[1].fd = sfd;
+	pfd[0].events = pfd[1].events = POLLIN | POLLOUT;
+	n = poll(pfd, 2, 0);
+	EXPECT_EQ(2, n);
+	EXPECT_EQ(POLLOUT, pfd[0].revents);
+	EXPECT_EQ(POLLOUT, pfd[1].revents);
+
+	while (got[0] < total || got[1] < total) {
+		for (i = 0; i < 2; i++)
+			pfd[i].events = (sent[i] < total ? POLLOUT : 0) | POLLIN;
+		n = poll(pfd, 2, 10000);
+		ASSERT_LT(0, n);
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, pfd[i].revents & (POLLERR | POLLHUP));
+			if ((pfd[i].revents & POLLOUT) && sent[i] < total) {
+				size_t len = total - sent[i] < sizeof(buf) ? total - sent[i] : sizeof(buf);
+
+				for (j = 0; j < len; j++)
+					buf[j] = pat(sent[i] + j + i);
+				r = write(pfd[i].fd, buf, len);
+				if (r < 0) {
+					ASSERT_EQ(EAGAIN, errno);
+				} else {
+					sent[i] += r;
+				}
+			}
+			if (pfd[i].revents & POLLIN) {
+				/* What the other end wrote. */
+				r = read(pfd[i].fd, buf, sizeof(buf));
+				ASSERT_LT(0, r);
+				for (j = 0; j < (size_t)r; j++)
+					ASSERT_EQ(pat(got[i] + j + !i), buf[j]);
+				got[i] += r;
+			}
+		}
+	}
+	EXPECT_EQ(total, got[0]);
+	EXPECT_EQ(total, got[1]);
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+static volatile sig_atomic_t pipes;
+
+static void on_sigpipe(int sig)
+{
+	pipes++;
+}
+
+/* The peer closes: its data, then the end; writing gets EPIPE and SIGPIPE. */
+TEST(end_and_epipe)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct sigaction sa = { .sa_handler = on_sigpipe }, old;
+	struct pollfd pfd;
+	char buf[64];
+	int cfd, sfd, i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 2, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(5, write(sfd, "hello", 5));
+	close(sfd);
+	/* The data first, then the end, as many times as asked. */
+	EXPECT_EQ(5, read(cfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "hello", 5));
+	EXPECT_EQ(0, read(cfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, read(cfd, buf, sizeof(buf)));
+	pfd.fd = cfd;
+	pfd.events = POLLIN | POLLOUT | POLLRDHUP;
+	EXPECT_EQ(1, poll(&pfd, 1, 1000));
+	EXPECT_EQ(POLLIN | POLLRDHUP, pfd.revents & (POLLIN | POLLRDHUP));
+	/* The AC closes once the peer's CLOSE came: HUP, and no error. */
+	for (i = 0; i < 100 && !(pfd.revents & POLLHUP); i++) {
+		usleep(10000);
+		poll(&pfd, 1, 0);
+	}
+	EXPECT_TRUE(pfd.revents & POLLHUP);
+	EXPECT_FALSE(pfd.revents & POLLERR);
+
+	ASSERT_EQ(0, sigaction(SIGPIPE, &sa, &old));
+	EXPECT_EQ(-1, write(cfd, "x", 1));
+	EXPECT_EQ(EPIPE, errno);
+	EXPECT_EQ(1, pipes);
+	sigaction(SIGPIPE, &old, NULL);
+	close(cfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* What a client sends before the server accepts waits for the AC file. */
+TEST(data_before_accept)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct sockaddr_in sin = peer_addr(PORT + 3);
+	struct writer w = { .total = 65536 };
+	int l, cfd, sfd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen_files(s, PORT + 3, 4);
+	ASSERT_LE(1, l);
+	cfd = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0, 0);
+	ASSERT_LE(0, cfd);
+	/* What fits the send buffer: the writes return, and the close. */
+	w.fd = cfd;
+	writer_fn(&w);
+	EXPECT_EQ(0, w.err);
+	usleep(200000);
+	sfd = rdmashare_accept_file(s, l, 20000, 0, 0);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ((ssize_t)w.total, read_checked(sfd, 0));
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * An AC file from @l; while the file area is full, again: a closed AC
+ * file's send buffer comes back once its AC is gone, which takes the
+ * peer's answer to its CLOSE.
+ */
+static int accept_retry(struct rdmashare *s, int l)
+{
+	int fd, i;
+
+	for (i = 0; i < 500; i++) {
+		fd = rdmashare_accept_file(s, l, 20000, 0, 0);
+		if (fd != -ENOSPC)
+			return fd;
+		usleep(10000);
+	}
+	return fd;
+}
+
+/*
+ * AC files closed with data unread, again and again, on a server with 16
+ * slots and a file area for two send buffers: every slot and every send
+ * buffer comes back, and a last stream is whole.
+ */
+TEST(unread_given_back)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(2 * 65536, 16);
+	size_t total = 1 << 20;
+	char buf[4096];
+	int cfd, sfd, l, i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = file_pair(_metadata, c, s, PORT + 4, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	close(cfd);
+	close(sfd);
+	for (i = 0; i < 20; i++) {
+		struct sockaddr_in sin = peer_addr(PORT + 4);
+
+		cfd = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0, 0);
+		ASSERT_LE(0, cfd);
+		sfd = accept_retry(s, l);
+		ASSERT_LE(0, sfd);
+		memset(buf, i, sizeof(buf));
+		ASSERT_EQ((ssize_t)sizeof(buf), write(cfd, buf, sizeof(buf)));
+		ASSERT_EQ((ssize_t)sizeof(buf), write(cfd, buf, sizeof(buf)));
+		/* The first byte came: the rest is on its way, or in. */
+		ASSERT_EQ(1, read(sfd, buf, 1));
+		close(sfd);
+		close(cfd);
+	}
+	{
+		struct sockaddr_in sin = peer_addr(PORT + 4);
+
+		cfd = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0, 0);
+		ASSERT_LE(0, cfd);
+		sfd = accept_retry(s, l);
+		ASSERT_LE(0, sfd);
+	}
+	stream_through(_metadata, cfd, sfd, total);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* The AC file outlives its handle, and works across fork(2). */
+TEST(outlives_handle_and_fork)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct writer w = { .total = 300000 };
+	int cfd, sfd, status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 5, RDMASHARE_FILE_CLOEXEC, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	EXPECT_TRUE(fcntl(cfd, F_GETFD) & FD_CLOEXEC);
+	EXPECT_EQ(-1, lseek(cfd, 0, SEEK_SET));
+	EXPECT_EQ(ESPIPE, errno);
+	/* Both handles go; their AC files keep them. */
+	rdmashare_close(c);
+	rdmashare_close(s);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(sfd);
+		w.fd = cfd;
+		writer_fn(&w);
+		_exit(w.err ? 1 : 0);
+	}
+	close(cfd);
+	EXPECT_EQ((ssize_t)w.total, read_checked(sfd, 0));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	close(sfd);
+}
+
+/* CONNECT with a struct of @size bytes and @f's file parameters. */
+static int raw_connect_at(struct rdmashare *rs, unsigned int port, __u32 flags, __u32 size,
+			  struct rdmashare_file_params *f, __u32 *ac)
+{
+	struct rdmashare_connect cn = { .size = size, .flags = flags, .timeout_ms = 20000 };
+	struct sockaddr_in sin = peer_addr(port);
+	int ret;
+
+	cn.peer.family = AF_INET;
+	cn.peer.port = port;
+	memcpy(cn.peer.addr, &sin.sin_addr, 4);
+	if (f)
+		cn.file = *f;
+	ret = ioctl(rdmashare_fd(rs), RDMASHARE_IOC_CONNECT, &cn);
+	if (ret)
+		return -errno;
+	if (f)
+		*f = cn.file;
+	if (ac)
+		*ac = cn.ac;
+	return 0;
+}
+
+static int raw_connect(struct rdmashare *rs, unsigned int port, __u32 flags,
+		       struct rdmashare_file_params *f, __u32 *ac)
+{
+	return raw_connect_at(rs, port, flags, sizeof(struct rdmashare_connect), f, ac);
+}
+
+static int raw_connect_size(struct rdmashare *rs, unsigned int port, __u32 flags, __u32 size)
+{
+	return raw_connect_at(rs, port, flags, size, NULL, NULL);
+}
+
+/* Each bad parameter gets its errno; nothing is left behind. */
+TEST(bad_params)
+{
+	struct rdmashare *plain = open_files(0, 16), *c = open_files(3 * 65536, 0);
+	struct rdmashare *s = open_files(FILES_SIZE, 64);
+	struct rdmashare_setup p = { .files_size = 65536 };
+	struct rdmashare_file_params f = { 0 };
+	struct sockaddr_in sin = peer_addr(PORT + 6);
+	struct rdmashare_accept a = { .size = sizeof(a) };
+	struct rdmashare *raw;
+	int l, pl, fd, fds[3], i;
+	size_t map_size;
+	void *m;
+
+	ASSERT_NE(NULL, plain);
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	/* SETUP: a file area needs its flag, and the flag a size. */
+	ASSERT_EQ(0, rdmashare_open(&raw, 0));
+	EXPECT_EQ(-EINVAL, rdmashare_setup(raw, &p));
+	p.flags = RDMASHARE_SETUP_FILES;
+	p.files_size = 0;
+	EXPECT_EQ(-EINVAL, rdmashare_setup(raw, &p));
+	p.files_size = 1ULL << 40;
+	EXPECT_EQ(-EINVAL, rdmashare_setup(raw, &p));
+	rdmashare_close(raw);
+
+	/* No file area: no AC files. */
+	EXPECT_EQ(-EINVAL, rdmashare_listen_files(plain, PORT + 6, 4));
+	l = rdmashare_listen_files(s, PORT + 6, 4);
+	ASSERT_LE(1, l);
+	EXPECT_EQ(-EINVAL, rdmashare_connect_file(plain, (struct sockaddr *)&sin, 20000, 0, 0));
+	/* A send buffer larger than the file area, unknown flags, fd, resv. */
+	EXPECT_EQ(-EINVAL, rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000,
+						  4 * 65536, 0));
+	EXPECT_EQ(-EINVAL, rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0, 1U << 7));
+	f.fd = 3;
+	EXPECT_EQ(-EINVAL, raw_connect(c, PORT + 6, RDMASHARE_CONNECT_FILE, &f, NULL));
+	f.fd = 0;
+	f.resv = 1;
+	EXPECT_EQ(-EINVAL, raw_connect(c, PORT + 6, RDMASHARE_CONNECT_FILE, &f, NULL));
+	/* File parameters without the flag. */
+	f.resv = 0;
+	f.sndbuf = 4096;
+	EXPECT_EQ(-EINVAL, raw_connect(c, PORT + 6, 0, &f, NULL));
+	EXPECT_EQ(-EINVAL, raw_connect(c, PORT + 6, 1U << 5, NULL, NULL));
+	/* A caller of the struct before AC files cannot ask for one. */
+	EXPECT_EQ(-EINVAL, raw_connect_size(c, PORT + 6, RDMASHARE_CONNECT_FILE,
+					    offsetof(struct rdmashare_connect, file)));
+	/* None of these reached the peer. */
+	a.listen_ac = l;
+	a.flags = RDMASHARE_ACCEPT_NONBLOCK | RDMASHARE_ACCEPT_FILE;
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(s), RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(EAGAIN, errno);
+
+	/* Three send buffers of 64 KiB fill the file area: the fourth finds none. */
+	for (i = 0; i < 3; i++) {
+		fds[i] = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 65536, 0);
+		EXPECT_LE(0, fds[i]);
+	}
+	EXPECT_EQ(-ENOSPC, rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0, 0));
+
+	/* A listener of AC files gives no plain AC, and a plain one no file. */
+	a.flags = RDMASHARE_ACCEPT_NONBLOCK;
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(s), RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(EINVAL, errno);
+	pl = rdmashare_listen(s, PORT + 7, 4);
+	ASSERT_LE(1, pl);
+	EXPECT_EQ(-EINVAL, rdmashare_accept_file(s, pl, 0, 0, 0));
+	a.listen_ac = pl;
+	a.file.sndbuf = 4096;
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(s), RDMASHARE_IOC_ACCEPT, &a));
+	EXPECT_EQ(EINVAL, errno);
+	for (i = 0; i < 3; i++) {
+		fd = rdmashare_accept_file(s, l, 20000, 0, 0);
+		EXPECT_LE(0, fd);
+		close(fd);
+	}
+	for (i = 0; i < 3; i++)
+		close(fds[i]);
+
+	/* The file area, past the receive slots, is not mapped. */
+	rdmashare_data(c, &map_size);
+	m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, rdmashare_fd(c),
+		 RDMASHARE_OFF_DATA + map_size);
+	EXPECT_EQ(MAP_FAILED, m);
+	EXPECT_EQ(EINVAL, errno);
+	m = mmap(NULL, map_size + 4096, PROT_READ, MAP_SHARED, rdmashare_fd(c),
+		 RDMASHARE_OFF_DATA);
+	EXPECT_EQ(MAP_FAILED, m);
+	rdmashare_close(plain);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* An AC file's AC has an id in its handle, but the rings cannot name it. */
+TEST(rings_cannot_name_it)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct rdmashare_file_params f = { 0 };
+	struct rdmashare_ac_stats st = { .size = sizeof(st) };
+	struct rdmashare_sqe *sqe;
+	int l, sfd;
+	__u32 ac;
+	char b;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen_files(s, PORT + 8, 4);
+	ASSERT_LE(1, l);
+	ASSERT_EQ(0, raw_connect(c, PORT + 8, RDMASHARE_CONNECT_FILE, &f, &ac));
+	ASSERT_LE(0, f.fd);
+	EXPECT_EQ(65536, f.sndbuf);
+	EXPECT_LE(1, ac);
+	sfd = rdmashare_accept_file(s, l, 20000, 0, 0);
+	ASSERT_LE(0, sfd);
+	st.ac = ac;
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(ENOENT, errno);
+	sqe = rdmashare_get_sqe(c);
+	ASSERT_NE(NULL, sqe);
+	sqe->opcode = RDMASHARE_OP_SEND;
+	sqe->ac = ac;
+	sqe->len = 1;
+	sqe->user_data = 77;
+	EXPECT_EQ(1, rdmashare_submit(c));
+	EXPECT_EQ(-ENOENT, rs_op_result(c, 77));
+	/* Nothing of it came to the AC file either. */
+	ASSERT_EQ(1, write(f.fd, "z", 1));
+	ASSERT_EQ(1, read(sfd, &b, 1));
+	EXPECT_EQ('z', b);
+	close(f.fd);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+TEST_HARNESS_MAIN
