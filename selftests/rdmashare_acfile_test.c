@@ -426,6 +426,14 @@ static int raw_connect_size(struct rdmashare *rs, unsigned int port, __u32 flags
 	return raw_connect_at(rs, port, flags, size, NULL, NULL);
 }
 
+static int raw_listen(struct rdmashare *rs, unsigned int port, __u32 flags)
+{
+	struct rdmashare_listen l = { .size = sizeof(l), .flags = flags, .port = port,
+				      .backlog = 4 };
+
+	return ioctl(rdmashare_fd(rs), RDMASHARE_IOC_LISTEN, &l) ? -errno : (int)l.ac;
+}
+
 /* Each bad parameter gets its errno; nothing is left behind. */
 TEST(bad_params)
 {
@@ -453,8 +461,9 @@ TEST(bad_params)
 	EXPECT_EQ(-EINVAL, rdmashare_setup(raw, &p));
 	rdmashare_close(raw);
 
-	/* No file area: no AC files. */
+	/* No file area: no AC files.  Unknown LISTEN flags. */
 	EXPECT_EQ(-EINVAL, rdmashare_listen_files(plain, PORT + 6, 4));
+	EXPECT_EQ(-EINVAL, raw_listen(s, PORT + 6, 1U << 3));
 	l = rdmashare_listen_files(s, PORT + 6, 4);
 	ASSERT_LE(1, l);
 	EXPECT_EQ(-EINVAL, rdmashare_connect_file(plain, (struct sockaddr *)&sin, 20000, 0, 0));
@@ -517,6 +526,40 @@ TEST(bad_params)
 		 RDMASHARE_OFF_DATA);
 	EXPECT_EQ(MAP_FAILED, m);
 	rdmashare_close(plain);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* A bad buffer gets EFAULT, and nothing is lost or sent for it. */
+TEST(efault_loses_nothing)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	void *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pollfd pfd;
+	char buf[16];
+	int cfd, sfd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	ASSERT_NE(MAP_FAILED, bad);
+	file_pair(_metadata, c, s, PORT + 9, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(-1, write(cfd, bad, 10));
+	EXPECT_EQ(EFAULT, errno);
+	ASSERT_EQ(3, write(cfd, "abc", 3));
+	pfd.fd = sfd;
+	pfd.events = POLLIN;
+	ASSERT_EQ(1, poll(&pfd, 1, 10000));
+	EXPECT_EQ(-1, read(sfd, bad, sizeof(buf)));
+	EXPECT_EQ(EFAULT, errno);
+	/* What the failed read could not copy is still there, and only that. */
+	EXPECT_EQ(3, read(sfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "abc", 3));
+	close(cfd);
+	EXPECT_EQ(0, read(sfd, buf, sizeof(buf)));
+	close(sfd);
+	munmap(bad, 4096);
 	rdmashare_close(c);
 	rdmashare_close(s);
 }
