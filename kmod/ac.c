@@ -1288,11 +1288,10 @@ static void rs_ac_set_sched(struct rs_ac *ac, struct rs_sched *s,
 		WRITE_ONCE(ac->se.band, a->band);
 }
 
-int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
+/* RDMASHARE_IOC_AC_SET's checks, for a file's AC or an AC file's. */
+int rs_ac_set_check(const struct rdmashare_ac_set *a)
 {
 	const u32 known = RDMASHARE_AC_SET_WEIGHT | RDMASHARE_AC_SET_BAND;
-	struct rs_qp *qp;
-	struct rs_ac *ac;
 
 	if (!a->flags || (a->flags & ~known) || a->resv)
 		return -EINVAL;
@@ -1305,14 +1304,14 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 		if (a->band == RS_BAND_LATENCY && !capable(CAP_NET_ADMIN))
 			return -EPERM;
 	}
-	if (a->ac == RDMASHARE_AC_FILE) {
-		rs_file_set_weight(rf, a->weight);
-		return 0;
-	}
+	return 0;
+}
 
-	ac = rs_ac_lookup_user(rf, a->ac);
-	if (!ac)
-		return -ENOENT;
+/* RDMASHARE_IOC_AC_SET's change, checked, to @ac. */
+void rs_ac_set_one(struct rs_ac *ac, const struct rdmashare_ac_set *a)
+{
+	struct rs_qp *qp;
+
 	/* Pinned ACs change under the QP's lock; the others have no QP yet. */
 	qp = READ_ONCE(ac->qp);
 	if (qp) {
@@ -1322,6 +1321,25 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 	} else {
 		rs_ac_set_sched(ac, NULL, a);
 	}
+}
+
+int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
+{
+	struct rs_ac *ac;
+	int ret;
+
+	ret = rs_ac_set_check(a);
+	if (ret)
+		return ret;
+	if (a->ac == RDMASHARE_AC_FILE) {
+		rs_file_set_weight(rf, a->weight);
+		return 0;
+	}
+
+	ac = rs_ac_lookup_user(rf, a->ac);
+	if (!ac)
+		return -ENOENT;
+	rs_ac_set_one(ac, a);
 	rs_ac_put(ac);
 	return 0;
 }
@@ -1329,19 +1347,38 @@ int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
 /* RDMASHARE_IOC_AC_STATS: a snapshot, each side under its own lock. */
 int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
 {
-	struct rs_qp *qp;
 	struct rs_ac *ac;
-	u32 size = st->size, id = st->ac;
+	int ret;
 
-	/* Reserved fields may carry input one day: zero now. */
-	if (st->flags || st->resv0 || st->resv1 || memchr_inv(st->resv, 0, sizeof(st->resv)))
-		return -EINVAL;
-	ac = rs_ac_lookup_user(rf, id);
+	ret = rs_ac_stats_check(st);
+	if (ret)
+		return ret;
+	ac = rs_ac_lookup_user(rf, st->ac);
 	if (!ac)
 		return -ENOENT;
+	rs_ac_stats_one(ac, st);
+	rs_ac_put(ac);
+	return 0;
+}
+
+/* Reserved fields may carry input one day: zero now. */
+int rs_ac_stats_check(const struct rdmashare_ac_stats *st)
+{
+	if (st->flags || st->resv0 || st->resv1 || memchr_inv(st->resv, 0, sizeof(st->resv)))
+		return -EINVAL;
+	return 0;
+}
+
+/* The snapshot of @ac into @st, which gets its id in its file. */
+void rs_ac_stats_one(struct rs_ac *ac, struct rdmashare_ac_stats *st)
+{
+	struct rs_file *rf = ac->rf;
+	u32 size = st->size;
+	struct rs_qp *qp;
+
 	memset(st, 0, sizeof(*st));
 	st->size = size;
-	st->ac = id;
+	st->ac = ac->fid;
 	switch (READ_ONCE(ac->state)) {
 	case RS_AC_LISTEN:
 		st->state = RDMASHARE_AC_STATE_LISTEN;
@@ -1381,8 +1418,6 @@ int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
 	st->rx_bytes = ac->rx_bytes;
 	st->rx_chunks = ac->rx_chunks;
 	spin_unlock_irq(&rf->rx_lock);
-	rs_ac_put(ac);
-	return 0;
 }
 
 /*

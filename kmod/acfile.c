@@ -40,6 +40,7 @@
 #include <linux/uaccess.h>
 
 #include "acfile.h"
+#include "ioctl.h"
 #include "transport.h"
 
 static void rs_acfile_free_pages(struct rs_file *rf, u32 page, u32 pages)
@@ -199,7 +200,7 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	unsigned long flags;
 	u32 i;
 
-	if (op == &af->close_op)
+	if (op == &af->close_op || op == &af->shut_op)
 		return;
 	spin_lock_irqsave(&af->lock, flags);
 	if (res < 0 && !af->tx_error)
@@ -244,7 +245,7 @@ static int rs_acfile_tx_err(struct rs_ac *ac)
 
 	if (err)
 		return err;
-	if (READ_ONCE(ac->peer_closed))
+	if (READ_ONCE(ac->peer_closed) || READ_ONCE(ac->af->shut))
 		return -EPIPE;
 	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
 		return READ_ONCE(ac->error) ?: -EPIPE;
@@ -441,11 +442,78 @@ static int rs_acfile_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
+/* RDMASHARE_IOC_SHUTDOWN: after the writes, a SHUTDOWN; once. */
+static int rs_acfile_shutdown(struct file *filp, union rs_ioctl_buf *buf,
+			      struct rs_new_file *nf)
+{
+	struct rs_ac *ac = filp->private_data;
+	struct rs_acfile *af = ac->af;
+	struct rs_send *op = &af->shut_op;
+	int ret = 0;
+
+	if (buf->shutdown.flags)
+		return -EINVAL;
+	/* Uninterruptible: the write lock is held only while copying. */
+	mutex_lock(&af->write_lock);
+	if (!af->shut) {
+		op->opcode = RDMASHARE_OP_SHUTDOWN;
+		op->file = true;
+		ret = rs_ac_queue(ac, op, NULL);
+		WRITE_ONCE(af->shut, !ret);
+	}
+	mutex_unlock(&af->write_lock);
+	if (!ret)
+		rs_acfile_wake(ac);
+	return ret;
+}
+
+/* RDMASHARE_IOC_AC_SET on the AC file's own AC. */
+static int rs_acfile_set(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
+{
+	struct rdmashare_ac_set *a = &buf->ac_set;
+	int ret;
+
+	if (a->ac)
+		return -EINVAL;
+	ret = rs_ac_set_check(a);
+	if (!ret)
+		rs_ac_set_one(filp->private_data, a);
+	return ret;
+}
+
+/* RDMASHARE_IOC_AC_STATS of the AC file's own AC. */
+static int rs_acfile_stats(struct file *filp, union rs_ioctl_buf *buf,
+			   struct rs_new_file *nf)
+{
+	struct rdmashare_ac_stats *st = &buf->ac_stats;
+	int ret;
+
+	if (st->ac)
+		return -EINVAL;
+	ret = rs_ac_stats_check(st);
+	if (!ret)
+		rs_ac_stats_one(filp->private_data, st);
+	return ret;
+}
+
+static const struct rs_ioctl_op rs_acfile_ioctl_ops[] = {
+	RS_IOCTL_OP(RDMASHARE_CMD_AC_SET, rs_acfile_set, struct rdmashare_ac_set, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_AC_STATS, rs_acfile_stats, struct rdmashare_ac_stats, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_SHUTDOWN, rs_acfile_shutdown, struct rdmashare_shutdown, flags),
+};
+
+static long rs_acfile_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	return rs_ioctl_run(filp, cmd, arg, rs_acfile_ioctl_ops, ARRAY_SIZE(rs_acfile_ioctl_ops));
+}
+
 static const struct file_operations rs_acfile_fops = {
 	.owner = THIS_MODULE,
 	.read = rs_acfile_read,
 	.write = rs_acfile_write,
 	.poll = rs_acfile_poll,
+	.unlocked_ioctl = rs_acfile_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
 	.release = rs_acfile_release,
 };
 

@@ -43,6 +43,8 @@ struct rdmashare_file_params;
  * @sndbuf: the send buffer's offset in the data area
  * @sndbuf_len: its length, 0 until the AC file exists
  * @close_op: the CLOSE that the AC file's release queues
+ * @shut_op: the SHUTDOWN of RDMASHARE_IOC_SHUTDOWN
+ * @shut: @shut_op was queued (@write_lock)
  * @ops: the writes
  *
  * The receive queue is under the file's rx_lock; the rest of the AC's
@@ -68,6 +70,8 @@ struct rs_acfile {
 	u32 sndbuf_len;
 	bool op_done[RS_ACFILE_OPS];
 	struct rs_send close_op;
+	struct rs_send shut_op;
+	bool shut;
 	struct rs_send ops[RS_ACFILE_OPS];
 };
 

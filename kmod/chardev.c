@@ -19,29 +19,12 @@
 #include <net/net_namespace.h>
 #include <uapi/linux/rdmashare.h>
 
+#include "ioctl.h"
 #include "rdmashare.h"
 #include "sched.h"
 
 /* Largest argument size accepted (documented in the uapi header). */
 #define RS_IOCTL_MAX_SIZE	4096
-
-union rs_ioctl_buf {
-	__u32 size;
-	struct rdmashare_query query;
-	struct rdmashare_setup setup;
-	struct rdmashare_enter enter;
-	struct rdmashare_listen listen;
-	struct rdmashare_connect connect;
-	struct rdmashare_accept accept;
-	struct rdmashare_ac_set ac_set;
-	struct rdmashare_ac_stats ac_stats;
-};
-
-struct rs_ioctl_op {
-	unsigned int size;
-	unsigned int min_size;
-	int (*execute)(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf);
-};
 
 static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
@@ -95,13 +78,6 @@ static int rs_ioctl_ac_stats(struct file *filp, union rs_ioctl_buf *buf, struct 
 	return rs_ac_stats(filp->private_data, &buf->ac_stats);
 }
 
-#define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
-	[_nr] = {					\
-		.size = sizeof(_struct),				\
-		.min_size = offsetofend(_struct, _last),		\
-		.execute = _fn,						\
-	}
-
 static const struct rs_ioctl_op rs_ioctl_ops[] = {
 	RS_IOCTL_OP(RDMASHARE_CMD_QUERY, rs_ioctl_query,
 		    struct rdmashare_query, features),
@@ -121,7 +97,13 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 		    struct rdmashare_ac_stats, resv),
 };
 
-static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+/*
+ * Run command @cmd of @ops: copy its struct in (zero-extended, a newer
+ * caller's tail checked for zeros), execute, copy it out, and install the
+ * descriptor of a file it made once user space has its number.
+ */
+long rs_ioctl_run(struct file *filp, unsigned int cmd, unsigned long arg,
+		  const struct rs_ioctl_op *ops, unsigned int nr_ops)
 {
 	void __user *uarg = (void __user *)arg;
 	struct rs_new_file nf = { .ctx = filp, .fd = -1 };
@@ -132,9 +114,9 @@ static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	int ret;
 
 	nr = _IOC_NR(cmd);
-	if (cmd != _IO(RDMASHARE_TYPE, nr) || nr >= ARRAY_SIZE(rs_ioctl_ops))
+	if (cmd != _IO(RDMASHARE_TYPE, nr) || nr >= nr_ops)
 		return -ENOTTY;
-	op = &rs_ioctl_ops[array_index_nospec(nr, ARRAY_SIZE(rs_ioctl_ops))];
+	op = &ops[array_index_nospec(nr, nr_ops)];
 	if (!op->execute)
 		return -ENOTTY;
 
@@ -167,6 +149,11 @@ static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 	if (nf.file)
 		fd_install(nf.fd, nf.file);
 	return 0;
+}
+
+static long rs_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
+{
+	return rs_ioctl_run(filp, cmd, arg, rs_ioctl_ops, ARRAY_SIZE(rs_ioctl_ops));
 }
 
 static int rs_open(struct inode *inode, struct file *filp)
@@ -258,6 +245,7 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 64);
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_ac_set) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_shutdown) != 8);
 	BUILD_BUG_ON(RDMASHARE_BAND_LATENCY != RS_BAND_LATENCY);
 	BUILD_BUG_ON(RDMASHARE_BAND_NORMAL != RS_BAND_NORMAL);
 	BUILD_BUG_ON(RDMASHARE_BAND_BULK != RS_BAND_BULK);

@@ -729,6 +729,10 @@ void rs_ac_cancel_closed(struct rs_ac *ac);
 void rs_ac_del_from_file(struct rs_ac *ac);
 void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res);
 void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe);
+int rs_ac_set_check(const struct rdmashare_ac_set *a);
+void rs_ac_set_one(struct rs_ac *ac, const struct rdmashare_ac_set *a);
+int rs_ac_stats_check(const struct rdmashare_ac_stats *st);
+void rs_ac_stats_one(struct rs_ac *ac, struct rdmashare_ac_stats *st);
 
 /* credit.c: receive slots and credits */
 bool rs_rx_open_locked(struct rs_ac *ac, struct rs_qp *qp);

@@ -530,6 +530,99 @@ TEST(bad_params)
 	rdmashare_close(s);
 }
 
+/* A request and its answer over a half-closed AC file (SHUT_WR). */
+TEST(shutdown_half_close)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct sigaction sa = { .sa_handler = SIG_IGN }, old;
+	struct pollfd pfd;
+	char buf[64];
+	int cfd, sfd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 10, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(7, write(cfd, "request", 7));
+	EXPECT_EQ(0, rdmashare_shutdown_file(cfd));
+	EXPECT_EQ(0, rdmashare_shutdown_file(cfd));
+	ASSERT_EQ(0, sigaction(SIGPIPE, &sa, &old));
+	EXPECT_EQ(-1, write(cfd, "x", 1));
+	EXPECT_EQ(EPIPE, errno);
+	sigaction(SIGPIPE, &old, NULL);
+	/* The server reads the request to its end, then answers. */
+	EXPECT_EQ(7, read(sfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, read(sfd, buf, sizeof(buf)));
+	pfd.fd = sfd;
+	pfd.events = POLLIN | POLLOUT | POLLRDHUP;
+	EXPECT_EQ(1, poll(&pfd, 1, 0));
+	EXPECT_EQ(POLLIN | POLLOUT | POLLRDHUP, pfd.revents);
+	ASSERT_EQ(5, write(sfd, "reply", 5));
+	close(sfd);
+	EXPECT_EQ(5, read(cfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "reply", 5));
+	EXPECT_EQ(0, read(cfd, buf, sizeof(buf)));
+	close(cfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+static int file_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) ? -errno : 0;
+}
+
+/* The AC file's ioctls: its own AC's statistics and scheduling, and nothing else. */
+TEST(file_ioctls)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct rdmashare_ac_set set = { .size = sizeof(set), .flags = RDMASHARE_AC_SET_WEIGHT,
+					.weight = 10 };
+	struct rdmashare_ac_stats st = { .size = sizeof(st) };
+	struct rdmashare_shutdown sh = { .size = sizeof(sh), .flags = 1 };
+	struct rdmashare_query q = { .size = sizeof(q) };
+	char buf[8];
+	int cfd, sfd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 11, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(4, write(cfd, "abcd", 4));
+	ASSERT_EQ(4, read(sfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, file_ioctl(cfd, RDMASHARE_IOC_AC_SET, &set));
+	EXPECT_EQ(0, file_ioctl(cfd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(RDMASHARE_AC_STATE_OPEN, st.state);
+	EXPECT_LE(1, st.ac);
+	EXPECT_EQ(10, st.weight);
+	EXPECT_EQ(4, st.tx_bytes);
+	EXPECT_EQ(0, st.rx_bytes);
+	st.ac = 0;
+	EXPECT_EQ(0, file_ioctl(sfd, RDMASHARE_IOC_AC_STATS, &st));
+	EXPECT_EQ(4, st.rx_bytes);
+	/* Only its own AC, and not the application's weight. */
+	st.ac = 1;
+	EXPECT_EQ(-EINVAL, file_ioctl(sfd, RDMASHARE_IOC_AC_STATS, &st));
+	set.ac = RDMASHARE_AC_FILE;
+	EXPECT_EQ(-EINVAL, file_ioctl(cfd, RDMASHARE_IOC_AC_SET, &set));
+	set.ac = 0;
+	set.weight = 0;
+	EXPECT_EQ(-EINVAL, file_ioctl(cfd, RDMASHARE_IOC_AC_SET, &set));
+	EXPECT_EQ(-EINVAL, file_ioctl(cfd, RDMASHARE_IOC_SHUTDOWN, &sh));
+	EXPECT_EQ(-ENOTTY, file_ioctl(cfd, RDMASHARE_IOC_QUERY, &q));
+	EXPECT_EQ(-ENOTTY, file_ioctl(cfd, RDMASHARE_IOC_CONNECT, &q));
+	/* The handle has no SHUTDOWN: its ACs shut down through the SQ. */
+	sh.flags = 0;
+	EXPECT_EQ(-ENOTTY, file_ioctl(rdmashare_fd(c), RDMASHARE_IOC_SHUTDOWN, &sh));
+	EXPECT_EQ(-ENOTTY, rdmashare_shutdown_file(rdmashare_fd(c)));
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
 /* A bad buffer gets EFAULT, and nothing is lost or sent for it. */
 TEST(efault_loses_nothing)
 {

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "rdmashare.h"
@@ -568,6 +569,13 @@ int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
 		return ret;
 	ret = rs_ioctl(rs, RDMASHARE_IOC_CONNECT, &c);
 	return ret ? ret : c.file.fd;
+}
+
+int rdmashare_shutdown_file(int fd)
+{
+	struct rdmashare_shutdown sh = { .size = sizeof(sh) };
+
+	return ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &sh) < 0 ? -errno : 0;
 }
 
 int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)

@@ -363,6 +363,17 @@ int rdmashare_accept_file(struct rdmashare *rs, int listen_ac, unsigned int time
 int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
 			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags);
 
+/**
+ * rdmashare_shutdown_file() - an AC file sends no more
+ * @fd: an AC file
+ *
+ * What was written goes out, then the peer's reads end; reading goes on
+ * (shutdown(2) with SHUT_WR).  A second call does nothing.
+ *
+ * Return: 0, or -EPIPE (the AC closed), -ENOTTY (not an AC file), ...
+ */
+int rdmashare_shutdown_file(int fd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,7 +33,8 @@ enum {
 	RDMASHARE_CMD_CONNECT = 0x04,
 	RDMASHARE_CMD_ACCEPT = 0x05,
 	RDMASHARE_CMD_AC_SET = 0x06,
-	RDMASHARE_CMD_AC_STATS = 0x07
+	RDMASHARE_CMD_AC_STATS = 0x07,
+	RDMASHARE_CMD_SHUTDOWN = 0x08
 };
 
 /* RDMASHARE_IOC_QUERY features */
@@ -573,5 +574,27 @@ struct rdmashare_ac_stats {
 };
 
 #define RDMASHARE_IOC_AC_STATS	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_AC_STATS)
+
+/**
+ * struct rdmashare_shutdown - RDMASHARE_IOC_SHUTDOWN, on an AC file
+ * @size: sizeof(struct rdmashare_shutdown)
+ * @flags: must be 0
+ *
+ * The AC file sends no more: what was written goes out, then the peer's
+ * reads end (as shutdown(2) with SHUT_WR).  Reading goes on; later writes
+ * fail with EPIPE.  A second call does nothing.  Errors: EINVAL (flags),
+ * the AC's error or EPIPE once it closed, ENOTTY on /dev/rdmashare (whose
+ * ACs shut down with RDMASHARE_OP_SHUTDOWN).
+ *
+ * An AC file also takes RDMASHARE_IOC_AC_SET and RDMASHARE_IOC_AC_STATS,
+ * for its own AC: their @ac must be 0 (AC_STATS returns the AC's id in the
+ * file that made it), and AC_SET takes no RDMASHARE_AC_FILE.
+ */
+struct rdmashare_shutdown {
+	__u32 size;
+	__u32 flags;
+};
+
+#define RDMASHARE_IOC_SHUTDOWN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SHUTDOWN)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */

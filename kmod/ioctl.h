@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rdmashare: ioctl dispatch, shared by /dev/rdmashare and AC files
+ * (chardev.c).
+ */
+#ifndef _RDMASHARE_IOCTL_H
+#define _RDMASHARE_IOCTL_H
+
+#include <linux/stddef.h>
+#include <uapi/linux/rdmashare.h>
+
+struct file;
+struct rs_new_file;
+
+union rs_ioctl_buf {
+	__u32 size;
+	struct rdmashare_query query;
+	struct rdmashare_setup setup;
+	struct rdmashare_enter enter;
+	struct rdmashare_listen listen;
+	struct rdmashare_connect connect;
+	struct rdmashare_accept accept;
+	struct rdmashare_ac_set ac_set;
+	struct rdmashare_ac_stats ac_stats;
+	struct rdmashare_shutdown shutdown;
+};
+
+/*
+ * A command: the kernel's struct size, the smallest size user space may
+ * pass, and what it does.
+ */
+struct rs_ioctl_op {
+	unsigned int size;
+	unsigned int min_size;
+	int (*execute)(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf);
+};
+
+#define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
+	[_nr] = {							\
+		.size = sizeof(_struct),				\
+		.min_size = offsetofend(_struct, _last),		\
+		.execute = _fn,						\
+	}
+
+long rs_ioctl_run(struct file *filp, unsigned int cmd, unsigned long arg,
+		  const struct rs_ioctl_op *ops, unsigned int nr_ops);
+
+#endif /* _RDMASHARE_IOCTL_H */
