@@ -12,12 +12,17 @@
  *       PROCS processes open ACS/PROCS ACs each and, once all of them have
  *       connected all of theirs, send MSGS messages of BYTES per AC, round
  *       robin; report the aggregate rate
+ *   -F on both sides: AC files (read(2), write(2), poll(2)) instead of the
+ *       rings; a message is a write of BYTES, and the server reads the
+ *       streams as they come
  *
  * Every message carries its AC's sequence number; the server checks order.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +40,31 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static struct rdmashare *open_rs(size_t data, unsigned int slots, unsigned int slot_size)
+/*
+ * AC files' send buffers: the client's, room for four messages (at least
+ * the module's default, 64 KiB), so that writes go on while messages are
+ * on the wire; the server's, which only reads, a page.
+ */
+#define CLIENT_SNDBUF(len)	((len) < 16384 ? 65536 : 4 * (len))
+#define SERVER_SNDBUF		4096
+
+static int files;
+
+static struct rdmashare *open_rs(size_t data, unsigned int slots, unsigned int slot_size,
+				 size_t files_size)
 {
 	/* Submissions ride on completions while the stream flows. */
 	struct rdmashare_setup p = {
 		.flags = RDMASHARE_SETUP_SQ_WAKEUP, .data_size = data, .rx_slots = slots,
-		.rx_slot_size = slot_size,
+		.rx_slot_size = slot_size, .files_size = files_size,
 	};
 	struct rdmashare *rs;
 	int ret;
 
 	if (slot_size)
 		p.flags |= RDMASHARE_SETUP_SLOT_SIZE;
+	if (files_size)
+		p.flags |= RDMASHARE_SETUP_FILES;
 	ret = rdmashare_open(&rs, 0);
 	if (!ret)
 		ret = rdmashare_setup(rs, &p);
@@ -83,7 +101,7 @@ static unsigned int ac_slots(unsigned int nacs)
 static int server(unsigned int port, unsigned int nacs, unsigned int slots,
 		  unsigned int slot_size, size_t max)
 {
-	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs), slot_size);
+	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs), slot_size, 0);
 	unsigned int i, open_acs = nacs, bad = 0, *seq;
 	unsigned long long bytes = 0, msgs = 0;
 	int *acs = calloc(nacs, sizeof(*acs));
@@ -144,6 +162,149 @@ static int server(unsigned int port, unsigned int nacs, unsigned int slots,
 }
 
 /*
+ * AC files' streams: are the first 4 bytes of every message in @buf (@n
+ * bytes at offset @off of a stream of @len-byte messages) its number?
+ */
+static int check_stream(const unsigned char *buf, size_t n, unsigned long long off, size_t len)
+{
+	unsigned long long rec, at;
+	unsigned int b;
+	uint32_t v;
+
+	for (rec = off / len; (at = rec * len) < off + n; rec++) {
+		v = rec;
+		for (b = 0; b < 4; b++)
+			if (at + b >= off && at + b < off + n &&
+			    buf[at + b - off] != ((unsigned char *)&v)[b])
+				return -1;
+	}
+	return 0;
+}
+
+/* The server with AC files: reads whichever has bytes, to every end. */
+static int server_files(unsigned int port, unsigned int nacs, unsigned int slots,
+			unsigned int slot_size, size_t len)
+{
+	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs), slot_size,
+				       (size_t)nacs * SERVER_SNDBUF);
+	unsigned long long *off = calloc(nacs, sizeof(*off)), bytes = 0;
+	struct pollfd *pfd = calloc(nacs, sizeof(*pfd));
+	unsigned int i, open_fds = nacs, bad = 0;
+	unsigned char *buf = malloc(1 << 20);
+	double t0 = 0;
+	ssize_t n;
+	int l;
+
+	l = rdmashare_listen_files(rs, port, nacs > 1024 ? 1024 : nacs);
+	if (l < 0 || !off || !pfd || !buf) {
+		fprintf(stderr, "rs-stream: listen: %s\n", strerror(-l));
+		return 1;
+	}
+	printf("rs-stream: listening on port %u for %u ACs (files)\n", port, nacs);
+	fflush(stdout);
+	for (i = 0; i < nacs; i++) {
+		pfd[i].fd = rdmashare_accept_file(rs, l, 0, SERVER_SNDBUF, 0);
+		pfd[i].events = POLLIN;
+		if (pfd[i].fd < 0) {
+			fprintf(stderr, "rs-stream: accept: %s\n", strerror(-pfd[i].fd));
+			return 1;
+		}
+	}
+	while (open_fds) {
+		if (poll(pfd, nacs, -1) < 0) {
+			perror("rs-stream: poll");
+			return 1;
+		}
+		for (i = 0; i < nacs; i++) {
+			if (!pfd[i].revents)
+				continue;
+			n = read(pfd[i].fd, buf, 1 << 20);
+			if (n <= 0) {
+				if (n < 0) {
+					fprintf(stderr, "rs-stream: AC file %u: %s\n", i, strerror(errno));
+					bad++;
+				}
+				close(pfd[i].fd);
+				pfd[i].fd = -1;
+				open_fds--;
+				continue;
+			}
+			if (!t0)
+				t0 = now();
+			if (check_stream(buf, n, off[i], len))
+				bad++;
+			off[i] += n;
+			bytes += n;
+		}
+	}
+	t0 = now() - t0;
+	for (i = 0; i < nacs; i++)
+		if (off[i] % len)
+			bad++;
+	printf("rs-stream: received %llu messages, %llu bytes on %u ACs (files) in %.2f s: %.1f MB/s, %.0f msg/s%s\n",
+	       bytes / len, bytes, nacs, t0, bytes / t0 / 1e6, bytes / len / t0, bad ? ", ERRORS" : "");
+	rdmashare_close(rs);
+	return bad ? 1 : 0;
+}
+
+/* Connected, then as client_proc() says; -1 and a message on failure. */
+static int start(int ready, int go)
+{
+	int ret;
+	char c;
+
+	/* Closed at once: the parent's reads end if a process never says. */
+	ret = write(ready, "", 1) == 1 ? 0 : -errno;
+	close(ready);
+	if (!ret && read(go, &c, 1) != 0)
+		ret = -EIO;
+	if (ret)
+		fprintf(stderr, "rs-stream: start: %s\n", strerror(-ret));
+	return ret ? -1 : 0;
+}
+
+/* One client process with AC files: a write per message, round robin. */
+static int client_proc_files(const struct sockaddr *sa, unsigned int nacs, size_t len,
+			     unsigned int nmsgs, int ready, int go)
+{
+	struct rdmashare *rs = open_rs(1 << 20, 0, 0, (size_t)nacs * CLIENT_SNDBUF(len));
+	char *buf = calloc(1, len);
+	int *fds = calloc(nacs, sizeof(*fds));
+	unsigned int i, m;
+	size_t done;
+	ssize_t n;
+
+	if (!buf || !fds)
+		return 1;
+	for (i = 0; i < nacs; i++) {
+		fds[i] = rdmashare_connect_file(rs, sa, 0, CLIENT_SNDBUF(len), 0);
+		if (fds[i] < 0) {
+			fprintf(stderr, "rs-stream: connect: %s\n", strerror(-fds[i]));
+			return 1;
+		}
+	}
+	if (start(ready, go))
+		return 1;
+	for (m = 0; m < nmsgs; m++) {
+		memcpy(buf, &m, 4);
+		for (i = 0; i < nacs; i++) {
+			for (done = 0; done < len; done += n) {
+				n = write(fds[i], buf + done, len - done);
+				if (n <= 0) {
+					perror("rs-stream: write");
+					return 1;
+				}
+			}
+		}
+	}
+	/* Each AC closes once what was written went out. */
+	for (i = 0; i < nacs; i++)
+		close(fds[i]);
+	rdmashare_close(rs);
+	return 0;
+}
+
+/*
  * One client process.  It says on @ready that its ACs are connected and
  * waits for @go to close: the processes stream together, so that the rate
  * the server counts from its first message is the streams' alone, and not
@@ -153,12 +314,11 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 		       unsigned int nmsgs, int ready, int go)
 {
 	struct rdmashare *rs = open_rs(len * 64 > (8 << 20) ? len * 64 : 8 << 20,
-				       ac_slots(nacs), 0);
+				       ac_slots(nacs), 0, 0);
 	char *buf = calloc(1, len > 4 ? len : 4);
 	int *acs = calloc(nacs, sizeof(*acs));
 	unsigned int i, m;
 	int ret;
-	char c;
 
 	for (i = 0; i < nacs; i++) {
 		acs[i] = rdmashare_connect(rs, sa, 0);
@@ -167,15 +327,8 @@ static int client_proc(const struct sockaddr *sa, unsigned int nacs, size_t len,
 			return 1;
 		}
 	}
-	/* Closed at once: the parent's reads end if a process never says. */
-	ret = write(ready, "", 1) == 1 ? 0 : -errno;
-	close(ready);
-	if (!ret && read(go, &c, 1) != 0)
-		ret = -EIO;
-	if (ret) {
-		fprintf(stderr, "rs-stream: start: %s\n", strerror(-ret));
+	if (start(ready, go))
 		return 1;
-	}
 	for (m = 0; m < nmsgs; m++) {
 		memcpy(buf, &m, 4);
 		for (i = 0; i < nacs; i++) {
@@ -210,7 +363,7 @@ int main(int argc, char **argv)
 	char svc[16];
 	double t0;
 
-	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:F")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
@@ -221,12 +374,15 @@ int main(int argc, char **argv)
 		case 'n': nmsgs = atoi(optarg); break;
 		case 'r': slots = atoi(optarg); break;
 		case 'S': slot_size = atoi(optarg); break;
+		case 'F': files = 1; break;
 		default:
 			goto usage;
 		}
 	}
 	if (!srv == !host || !nacs || !procs || nacs % procs || len < 4)
 		goto usage;
+	if (srv && files)
+		return server_files(port, nacs, slots, slot_size, len);
 	if (srv)
 		return server(port, nacs, slots, slot_size, len > (4 << 20) ? len : 4 << 20);
 
@@ -244,7 +400,9 @@ int main(int argc, char **argv)
 		if (!fork()) {
 			close(ready[0]);
 			close(go[1]);
-			_exit(client_proc(ai->ai_addr, nacs / procs, len, nmsgs, ready[1], go[0]));
+			_exit((files ? client_proc_files : client_proc)(ai->ai_addr, nacs / procs,
+									len, nmsgs, ready[1],
+									go[0]));
 		}
 	}
 	close(ready[1]);
@@ -266,7 +424,7 @@ int main(int argc, char **argv)
 	freeaddrinfo(ai);
 	return bad ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE]\n"
-		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS]\n");
+	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE] [-F]\n"
+		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS] [-F]\n");
 	return 2;
 }
