@@ -710,6 +710,9 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
 	if (!rs_ac_do_close(ac, ret, true))
 		ret = ac->error;
+	/* It may have opened and received just before it closed: nobody reads. */
+	if (ac->af)
+		rs_acfile_drain(ac);
 	*retry = READ_ONCE(ac->qp_lost);
 	rs_ac_del_from_file(ac);
 	rs_ac_put(ac);
