@@ -40,6 +40,21 @@ struct rs_device *rs_device_get_by_ibdev(struct ib_device *ibdev)
 	return ib_get_client_data(ibdev, &rs_ib_client);
 }
 
+/*
+ * A reference to @rdev's memory: its fields stay readable after the device
+ * is removed (rs_ib_remove() has released its verbs objects by then).
+ */
+struct rs_device *rs_device_get(struct rs_device *rdev)
+{
+	kobject_get(&rdev->kobj);
+	return rdev;
+}
+
+void rs_device_put(struct rs_device *rdev)
+{
+	rs_sysfs_put_device(rdev);
+}
+
 int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx)
 {
 	struct ib_sge sge = {

@@ -44,6 +44,8 @@ static void rs_qp_release(struct kref *ref)
 	/* Answers owed to a peer that is gone. */
 	list_for_each_entry_safe(rej, tmp, &qp->rejects, node)
 		kfree(rej);
+	if (qp->rdev)
+		rs_device_put(qp->rdev);
 	/* A busy poller may have looked it up just now (poll.c). */
 	kfree_rcu(qp, rcu);
 	rs_peer_put(peer);
@@ -346,15 +348,22 @@ int rs_qp_create_ib(struct rs_qp *qp)
 {
 	struct ib_device *ibdev = qp->cm_id->device;
 	struct ib_qp_init_attr attr = {};
+	struct rs_device *rdev;
 	int ret;
 
 	/* rs_ib_remove() sets removing under the same lock, then takes the
 	 * device's QPs down: a QP created before is among them.
 	 */
 	lockdep_assert_held(&rs_peers_lock);
-	qp->rdev = rs_device_get_by_ibdev(ibdev);
-	if (!qp->rdev || !qp->rdev->srq || qp->rdev->removing)
+	rdev = rs_device_get_by_ibdev(ibdev);
+	if (!rdev || !rdev->srq || rdev->removing)
 		return -ENODEV;
+	/*
+	 * The QP, and the ACs that keep it after it went down, may outlive
+	 * the device: the reference keeps @rdev (not its verbs objects) until
+	 * the QP is freed, so that a late SEND finds dma_maps_gone set.
+	 */
+	qp->rdev = rs_device_get(rdev);
 
 	/*
 	 * A SEND takes a work request, and its registrations and WRITEs one

@@ -173,7 +173,7 @@ enum rs_qp_state {
  * struct rs_qp - one shared RC QP towards a peer
  * @ref: references: the peer's list, each pinned AC, each posted TX
  * @peer: the peer (reference held)
- * @rdev: the device, once known
+ * @rdev: the device, once known (reference held: it may be removed first)
  * @cm_id: the rdma_cm id; destroyed by the teardown work, or by rdma_cm
  *	when the device goes while the QP connects (cleared then)
  * @qp: the QP, once created
@@ -602,6 +602,8 @@ struct rs_reject {
 
 /* device.c */
 struct rs_device *rs_device_get_by_ibdev(struct ib_device *ibdev);
+struct rs_device *rs_device_get(struct rs_device *rdev);
+void rs_device_put(struct rs_device *rdev);
 int rs_device_post_recv(struct rs_device *rdev, struct rs_rx_buf *rx);
 void rs_device_qp_destroyed(struct rs_device *rdev);
 bool rs_park_wanted(struct rs_device *rdev, struct rdma_cm_id *id);

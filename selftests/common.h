@@ -281,6 +281,27 @@ static inline int rs_op_result(struct rdmashare *rs, __u64 user_data)
 }
 
 /*
+ * Submit one raw SQE (@opcode on @ac, @addr and @len in the data area) and
+ * return its result: as rs_op_result(), or -1001 without an SQE.
+ */
+static inline int rs_raw_op(struct rdmashare *rs, __u8 opcode, __u32 ac, __u64 addr,
+			    __u32 len, __u64 user_data)
+{
+	struct rdmashare_sqe *sqe = rdmashare_get_sqe(rs);
+
+	if (!sqe)
+		return -1001;
+	sqe->opcode = opcode;
+	sqe->ac = ac;
+	sqe->addr = addr;
+	sqe->len = len;
+	sqe->user_data = user_data;
+	if (rdmashare_submit(rs) != 1)
+		return -1001;
+	return rs_op_result(rs, user_data);
+}
+
+/*
  * Run @fn(ready_fd, @port) in a child process and wait until it wrote a byte
  * to ready_fd (it listens); its return value is the child's exit status.
  * The child's pid, or -1 if it could not start.

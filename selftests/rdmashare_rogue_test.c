@@ -1121,4 +1121,101 @@ TEST_F_TIMEOUT(srq, buffers_of_dead_qps, 600)
 		usleep(20000);
 }
 
+/*
+ * An AC whose QP went, on a device that went after it, and whose CLOSED
+ * the application has not reaped: a SEND large enough to go in place
+ * (8 KiB, over pullup_max) fails, and touches nothing of the device.  A
+ * version 3 peer (the rogue) leaves the AC without a mapping of the data
+ * area, so the SEND would map it then; the QP's device was freed under it
+ * before its QP held a reference (second review, finding 1: KASAN on the
+ * debug kernel).
+ */
+#define GONE_DEV	"rxe_gone"
+#define GONE_ADDR	"198.19.1.1"
+#define GONE_ROGUE	"198.19.1.2"
+
+static void gone_cleanup(void)
+{
+	const char *netdev = getenv("RS_TEST_NETDEV") ?: "veth1";
+
+	rs_sh("rdma link delete " GONE_DEV " 2>/dev/null");
+	rs_sh("ip addr del " GONE_ADDR "/24 dev %s 2>/dev/null", netdev);
+	rs_sh("ip addr del " GONE_ROGUE "/32 dev %s 2>/dev/null", netdev);
+}
+
+static long gone_qps(void)
+{
+	char buf[32];
+
+	if (rs_read_file(RS_SYSFS "/devices/" GONE_DEV "/qps", buf, sizeof(buf)))
+		return -1;
+	return atol(buf);
+}
+
+/* The rogue's side, in a child (librdmacm holds the device while it lives). */
+static int gone_rogue(int ready, int go)
+{
+	uint32_t credits = 0;
+	struct rogue r;
+	char c;
+	int id;
+
+	rogue_version = 3;
+	if (rogue_open(&r, GONE_ADDR, GONE_ROGUE, ROGUE_PORT) != RDMA_CM_EVENT_ESTABLISHED)
+		return 1;
+	id = rogue_ac_to(&r, PORT + 21, &credits);
+	if (id <= 0)
+		return 2;
+	if (write(ready, "x", 1) != 1 || read(go, &c, 1) != 1)
+		return 3;
+	rogue_close(&r);
+	return 0;
+}
+
+TEST(send_after_device_gone)
+{
+	const char *netdev = getenv("RS_TEST_NETDEV") ?: "veth1";
+	int ready[2], go[2], l, ac, status;
+	struct rdmashare *rs;
+	size_t area_len;
+	double end;
+	char *area;
+	pid_t pid;
+
+	gone_cleanup();
+	ASSERT_EQ(0, rs_sh("ip addr add " GONE_ADDR "/24 dev %s && ip addr add " GONE_ROGUE
+			   "/32 dev %s && ip link set %s up", netdev, netdev, netdev));
+	ASSERT_EQ(0, rs_sh("rdma link add " GONE_DEV " type rxe netdev %s", netdev));
+	usleep(500000);
+	rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen(rs, PORT + 21, 4);
+	ASSERT_LT(0, l);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(go));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(gone_rogue(ready[1], go[0]));
+	ASSERT_EQ(1, read(ready[0], &status, 1));
+	ac = rdmashare_accept(rs, l, 20000);
+	ASSERT_LT(0, ac);
+	/* The rogue leaves: the QP goes, the AC closes; nobody reaps that. */
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	end = rs_now() + 30;
+	while (gone_qps() > 0 && rs_now() < end)
+		usleep(20000);
+	ASSERT_EQ(0, gone_qps());
+	ASSERT_EQ(0, rs_sh("rdma link delete " GONE_DEV));
+
+	area = rdmashare_data(rs, &area_len);
+	ASSERT_NE(NULL, area);
+	memset(area, 0x5a, 8192);
+	EXPECT_GT(0, rs_raw_op(rs, RDMASHARE_OP_SEND, ac, 0, 8192, 99));
+	rdmashare_close(rs);
+	gone_cleanup();
+}
+
 TEST_HARNESS_MAIN
