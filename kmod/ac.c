@@ -458,7 +458,8 @@ bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	}
 	ac->error = error;
 	WRITE_ONCE(ac->state, RS_AC_CLOSED);
-	in_backlog = !list_empty(&ac->backlog_node);
+	/* Its ACCEPT or CONNECT, still running, says what the CQ gets. */
+	in_backlog = !list_empty(&ac->backlog_node) || ac->in_connect;
 	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&ac->wait);
 
@@ -634,6 +635,47 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 }
 
 /*
+ * The CONNECT that made @ac returns: true if the AC is open, and the
+ * application has its id from now on.  Until now nothing posted a CLOSED
+ * completion for it (rs_ac_do_close(), rs_ac_peer_shut()): a HALF one that
+ * came meanwhile is posted now, after the chunks before it.  If not open,
+ * that stays so: the CONNECT closes the AC and voids what it received.
+ */
+static bool rs_ac_connect_end(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	bool open, half;
+
+	mutex_lock(&rf->ac_lock);
+	open = ac->state == RS_AC_OPEN;
+	if (open)
+		ac->in_connect = false;
+	half = open && READ_ONCE(ac->peer_shut) && !ac->cqe_used;
+	if (half)
+		ac->cqe_used = true;
+	if (open && !ac->af)
+		WRITE_ONCE(ac->handed_out, true);
+	mutex_unlock(&rf->ac_lock);
+	if (half)
+		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
+	return open;
+}
+
+/*
+ * Called once @ac closed: whether a chunk for it reached its file's CQ.
+ * rs_ac_finish() set rx_done under the same lock: none comes after.
+ */
+static bool rs_ac_received(struct rs_ac *ac)
+{
+	bool got;
+
+	spin_lock_irq(&ac->rf->rx_lock);
+	got = ac->rx_chunks;
+	spin_unlock_irq(&ac->rf->rx_lock);
+	return got;
+}
+
+/*
  * One attempt at a CONNECT.  *@retry says that the AC's QP went down before
  * the peer answered, so that the peer never saw the AC or lost it with the
  * QP (an idle peer may take its QP down as the CONNECT goes out): a new
@@ -653,6 +695,7 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	if (IS_ERR(ac))
 		return PTR_ERR(ac);
 	ac->port = c->peer.port;
+	ac->in_connect = true;
 	/* An AC file's chunks go to it from the first. */
 	if (res) {
 		ret = rs_acfile_attach(ac);
@@ -688,10 +731,9 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	left = wait_event_interruptible_timeout(ac->wait,
 						READ_ONCE(ac->state) != RS_AC_CONNECTING,
 						max_t(long, deadline - jiffies, 1));
-	if (READ_ONCE(ac->state) == RS_AC_OPEN) {
+	if (rs_ac_connect_end(ac)) {
 		c->ac = ac->fid;
 		if (!res) {
-			WRITE_ONCE(ac->handed_out, true);
 			rs_ac_put(ac);
 			return 0;
 		}
@@ -710,11 +752,20 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
 	if (!rs_ac_do_close(ac, ret, true))
 		ret = ac->error;
-	/* It may have opened and received just before it closed: nobody reads. */
+	/*
+	 * The peer's ACCEPT may have come just before the close: its end is
+	 * open and is told (a no-op if the peer never opened it, or closed
+	 * it), and what it sent went to a queue or the CQ, under an id the
+	 * application never learned.
+	 */
+	rs_ac_tell_closed(ac, false);
+	*retry = READ_ONCE(ac->qp_lost);
 	if (ac->af)
 		rs_acfile_drain(ac);
-	*retry = READ_ONCE(ac->qp_lost);
-	rs_ac_del_from_file(ac);
+	if (!ac->af && rs_ac_received(ac))
+		rs_ac_post_closed(ac, ret, RDMASHARE_CQE_F_DISCARD, true);
+	else
+		rs_ac_del_from_file(ac);
 	rs_ac_put(ac);
 	return ret;
 
@@ -1108,8 +1159,12 @@ void rs_ac_peer_shut(struct rs_ac *ac)
 
 	WRITE_ONCE(ac->peer_shut, true);
 	mutex_lock(&rf->ac_lock);
-	/* In a backlog, ACCEPT posts it (a closing listener voids the AC). */
-	post = ac->state == RS_AC_OPEN && !ac->cqe_used && list_empty(&ac->backlog_node);
+	/*
+	 * In a backlog, ACCEPT posts it (a closing listener voids the AC);
+	 * while its CONNECT runs, the CONNECT does (rs_ac_connect_end()).
+	 */
+	post = ac->state == RS_AC_OPEN && !ac->cqe_used && list_empty(&ac->backlog_node) &&
+	       !ac->in_connect;
 	if (post)
 		ac->cqe_used = true;
 	mutex_unlock(&rf->ac_lock);

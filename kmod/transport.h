@@ -418,6 +418,8 @@ struct rs_slot_fifo {
  *	cannot name it
  * @cqe_used: its CLOSED completion was posted, or will not be, under
  *	@rf->ac_lock; see rs_ac_take_cqe()
+ * @in_connect: the CONNECT that made it has not returned it open yet, under
+ *	@rf->ac_lock: that CONNECT, not a close, decides its completions
  * @closed: its CLOSED completion, while it waits for CQ room (rings.c)
  * @closed_free_id: the id is freed once @closed is in the CQ
  * @map: its file's data area as its QP's device sees it (memreg.c), from
@@ -503,6 +505,7 @@ struct rs_ac {
 	bool qp_lost;
 	bool handed_out;
 	bool cqe_used;
+	bool in_connect;
 	struct rs_cq_over closed;
 	bool closed_free_id;
 	bool want_sent;

@@ -237,6 +237,17 @@ static inline int rs_write_file(const char *path, const char *s)
 	return n < 0 ? (int)n : 0;
 }
 
+/* A counter of peer @ip (peers/<ip>/stats/@name), or -1. */
+static inline long rs_peer_stat(const char *ip, const char *name)
+{
+	char path[256], buf[32];
+
+	snprintf(path, sizeof(path), RS_SYSFS "/peers/%s/stats/%s", ip, name);
+	if (rs_read_file(path, buf, sizeof(buf)))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
 /* A /dev/rdmashare handle set up with *@p (which SETUP fills in). */
 static inline struct rdmashare *rs_open_with(struct rdmashare_setup *p)
 {

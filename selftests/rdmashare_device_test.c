@@ -153,17 +153,6 @@ TEST_F_TIMEOUT(hotplug, churn_while_open, 300)
 	close(fd);
 }
 
-/* A counter of peer @ip (peers/<ip>/stats/@name), or -1. */
-static long peer_stat(const char *ip, const char *name)
-{
-	char path[256], buf[32];
-
-	snprintf(path, sizeof(path), RS_SYSFS "/peers/%s/stats/%s", ip, name);
-	if (rs_read_file(path, buf, sizeof(buf)))
-		return -1;
-	return strtol(buf, NULL, 10);
-}
-
 /*
  * The device goes while ACs use it: its ACs fail (on both ends), the
  * removal completes, an AC on another device in the same file keeps
@@ -199,8 +188,8 @@ TEST_F_TIMEOUT(hotplug, remove_with_acs_open, 300)
 	ASSERT_LE(0, s2);
 	ASSERT_EQ(0, exchange(rs, c1, s1));
 	ASSERT_EQ(0, exchange(rs, c2, s2));
-	EXPECT_EQ(2, peer_stat(HP_ADDR, "qps_up"));
-	EXPECT_EQ(0, peer_stat(HP_ADDR, "qps_lost"));
+	EXPECT_EQ(2, rs_peer_stat(HP_ADDR, "qps_up"));
+	EXPECT_EQ(0, rs_peer_stat(HP_ADDR, "qps_lost"));
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ASSERT_EQ(0, rs_sh("rdma link delete %s", HP_NAME));
@@ -218,8 +207,8 @@ TEST_F_TIMEOUT(hotplug, remove_with_acs_open, 300)
 
 	/* The other device's AC is untouched. */
 	ASSERT_EQ(0, exchange(rs, c2, s2));
-	EXPECT_EQ(2, peer_stat(HP_ADDR, "qps_lost"));
-	EXPECT_EQ(0, peer_stat(HP_ADDR, "reconnects"));
+	EXPECT_EQ(2, rs_peer_stat(HP_ADDR, "qps_lost"));
+	EXPECT_EQ(0, rs_peer_stat(HP_ADDR, "reconnects"));
 
 	/* The device is back: a new transport over it. */
 	ASSERT_EQ(0, rs_sh("rdma link add %s type rxe netdev %s", HP_NAME, self->netdev));
@@ -228,8 +217,8 @@ TEST_F_TIMEOUT(hotplug, remove_with_acs_open, 300)
 	s3 = rdmashare_accept(rs, l, 20000);
 	ASSERT_LE(0, s3);
 	ASSERT_EQ(0, exchange(rs, c3, s3));
-	EXPECT_EQ(4, peer_stat(HP_ADDR, "qps_up"));
-	EXPECT_EQ(2, peer_stat(HP_ADDR, "reconnects"));
+	EXPECT_EQ(4, rs_peer_stat(HP_ADDR, "qps_up"));
+	EXPECT_EQ(2, rs_peer_stat(HP_ADDR, "reconnects"));
 
 	/* And it goes again with the file still open; then the file closes. */
 	ASSERT_EQ(0, rs_sh("rdma link delete %s", HP_NAME));
