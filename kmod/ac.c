@@ -1495,8 +1495,8 @@ void rs_listeners_show(struct seq_file *m)
 	xa_unlock(&rs_ports);
 }
 
-/* The last close of the file: every AC closes, the memory goes when the
- * last AC reference does.
+/* The last close of the file: every AC closes but AC files' (which go on
+ * without it), the memory goes when the last AC reference does.
  */
 void rs_file_release(struct rs_file *rf)
 {
@@ -1517,6 +1517,14 @@ void rs_file_release(struct rs_file *rf)
 	 * takes its AC out of the table, and may drop its last reference.
 	 */
 	for (id = 1; (ac = rs_actable_next(&rf->acs, &id, rs_ac_get_any, NULL)); id++) {
+		/*
+		 * An AC file's AC is its own, open or closing: its file, or
+		 * its linger work, ends it (acfile.c).
+		 */
+		if (ac->af && ac->af->bound) {
+			rs_ac_put(ac);
+			continue;
+		}
 		if (READ_ONCE(ac->state) == RS_AC_LISTEN)
 			rs_ac_close_listener(ac);
 		else

@@ -26,8 +26,12 @@
  *   went out, and the send buffer when the AC is freed, when nothing can
  *   send from it any more.
  *
- * The AC file holds the maker's file, so that the data area, the ACs and
- * the QPs outlive every descriptor of it but the AC file's.
+ * The AC holds the maker's rs_file (its memory: the data area, the slots),
+ * not its struct file: when the maker's last descriptor goes (the process
+ * exits), its listeners and other ACs close at once, while an AC file, open
+ * or closed with data still to send, goes on (rs_file_release()).  A closed
+ * one's data waits for the peer's credits rs_linger_ms at most; then the
+ * AC is reset (rs_acfile_linger()), as TCP bounds an orphaned socket.
  */
 #include <linux/anon_inodes.h>
 #include <linux/bitmap.h>
@@ -42,6 +46,23 @@
 #include "acfile.h"
 #include "ioctl.h"
 #include "transport.h"
+
+/*
+ * rs_linger_ms after the AC file's release, its CLOSE still waits behind
+ * data the peer has not granted room for: the data is dropped and the AC
+ * closed, the peer told, so that nothing of a process that is gone waits
+ * on a peer that does not read.  (The protocol's CLOSE has no reason: the
+ * peer's end sees the end of the stream.)
+ */
+static void rs_acfile_linger(struct work_struct *work)
+{
+	struct rs_acfile *af = container_of(to_delayed_work(work), struct rs_acfile, linger);
+	struct rs_ac *ac = af->ac;
+
+	if (READ_ONCE(ac->state) != RS_AC_CLOSED)
+		rs_ac_close_tell(ac, -ECONNRESET, true);
+	rs_ac_put(ac);
+}
 
 static void rs_acfile_free_pages(struct rs_file *rf, u32 page, u32 pages)
 {
@@ -110,6 +131,8 @@ int rs_acfile_attach(struct rs_ac *ac)
 	mutex_init(&af->read_lock);
 	mutex_init(&af->write_lock);
 	spin_lock_init(&af->lock);
+	INIT_DELAYED_WORK(&af->linger, rs_acfile_linger);
+	af->ac = ac;
 	ac->af = af;
 	return 0;
 }
@@ -121,8 +144,6 @@ void rs_acfile_free(struct rs_ac *ac)
 
 	if (af->sndbuf_len)
 		rs_acfile_free_pages(ac->rf, af->page, af->sndbuf_len >> PAGE_SHIFT);
-	if (af->ctx)
-		fput(af->ctx);
 	mutex_destroy(&af->read_lock);
 	mutex_destroy(&af->write_lock);
 	kfree(af);
@@ -136,6 +157,7 @@ void rs_acfile_deliver(struct rs_ac *ac, u32 idx, u32 len)
 
 	lockdep_assert_held(&ac->rf->rx_lock);
 	slots[idx].len = len;
+	slots[idx].file = true;
 	if (af->rx_n)
 		slots[af->rx_tail].next = idx;
 	else
@@ -200,7 +222,13 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	unsigned long flags;
 	u32 i;
 
-	if (op == &af->close_op || op == &af->shut_op)
+	if (op == &af->close_op) {
+		/* Out, or failed: the AC is done, nothing lingers. */
+		if (cancel_delayed_work(&af->linger))
+			rs_ac_put(ac);
+		return;
+	}
+	if (op == &af->shut_op)
 		return;
 	spin_lock_irqsave(&af->lock, flags);
 	if (res < 0 && !af->tx_error)
@@ -347,9 +375,18 @@ static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t
 				ret = -EAGAIN;
 				break;
 			}
+			/*
+			 * Not with the lock held: room comes only when the
+			 * peer grants credits, and SHUTDOWN takes the lock
+			 * (a TCP writer waits for memory without its socket
+			 * lock too).  Another writer may go first meanwhile.
+			 */
+			mutex_unlock(&af->write_lock);
 			ret = wait_event_interruptible(ac->wait, rs_acfile_writable(ac));
+			if (!ret && mutex_lock_interruptible(&af->write_lock))
+				ret = -ERESTARTSYS;
 			if (ret)
-				break;
+				goto out_unlocked;
 			continue;
 		}
 		/* Completions only free room: it can only have grown since. */
@@ -389,6 +426,7 @@ static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t
 		done += take;
 	}
 	mutex_unlock(&af->write_lock);
+out_unlocked:
 	if (done)
 		return done;
 	if (ret == -EPIPE)
@@ -433,7 +471,12 @@ static int rs_acfile_release(struct inode *inode, struct file *filp)
 	rs_acfile_drain(ac);
 	op->opcode = RDMASHARE_OP_CLOSE;
 	op->file = true;
+	/* Armed first: the CLOSE may complete before rs_ac_queue() returns. */
+	kref_get(&ac->ref);
+	queue_delayed_work(rs_wq, &ac->af->linger, msecs_to_jiffies(READ_ONCE(rs_linger_ms)));
 	if (rs_ac_queue(ac, op, NULL)) {
+		if (cancel_delayed_work(&ac->af->linger))
+			rs_ac_put(ac);
 		/* Closed under it, by the peer or an error: only the id is left. */
 		rs_ac_do_close(ac, 0, true);
 		rs_ac_del_from_file(ac);
@@ -453,8 +496,13 @@ static int rs_acfile_shutdown(struct file *filp, union rs_ioctl_buf *buf,
 
 	if (buf->shutdown.flags)
 		return -EINVAL;
-	/* Uninterruptible: the write lock is held only while copying. */
-	mutex_lock(&af->write_lock);
+	/*
+	 * After the writes that hold the lock now: a writer holds it while
+	 * it copies, which a fault (userfaultfd) can make long, never while
+	 * it waits for room.
+	 */
+	if (mutex_lock_interruptible(&af->write_lock))
+		return -ERESTARTSYS;
 	if (!af->shut) {
 		op->opcode = RDMASHARE_OP_SHUTDOWN;
 		op->file = true;
@@ -535,7 +583,7 @@ int rs_acfile_bind(struct rs_ac *ac, struct rs_acfile_res *res,
 	/* No lseek, pread or pwrite: a stream. */
 	stream_open(file_inode(file), file);
 	kref_get(&ac->ref);		/* the file's */
-	af->ctx = get_file(res->nf->ctx);
+	af->bound = true;
 	af->page = res->page;
 	af->sndbuf = ac->rf->files_offset + ((u64)res->page << PAGE_SHIFT);
 	af->sndbuf_len = res->pages << PAGE_SHIFT;

@@ -9,6 +9,7 @@
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 #include "rdmashare.h"
 
@@ -22,6 +23,7 @@ struct rdmashare_file_params;
 
 /**
  * struct rs_acfile - what an AC file needs of its AC (rs_ac.af)
+ * @ac: the AC (no reference: it holds this)
  * @rx_head: the oldest slot that holds a chunk not read yet
  * @rx_tail: the newest
  * @rx_n: slots from @rx_head to @rx_tail (rs_rx_slot.next links them)
@@ -37,8 +39,10 @@ struct rdmashare_file_params;
  * @op_tail: writes completed, in order
  * @op_done: a write completed, ahead of an older one
  * @tx_error: the first write that failed, its error
- * @ctx: the /dev/rdmashare file that made the AC file (a reference), once
- *	there is one
+ * @bound: the AC file exists (its AC stays when its maker's file is
+ *	released: rs_file_release())
+ * @linger: after the AC file's release, ends the AC if its CLOSE has not
+ *	gone out within rs_linger_ms (a reference held while pending)
  * @page: the send buffer's first page in the file area
  * @sndbuf: the send buffer's offset in the data area
  * @sndbuf_len: its length, 0 until the AC file exists
@@ -51,6 +55,7 @@ struct rdmashare_file_params;
  * state (open, closed, the peer's end) is the AC's own.
  */
 struct rs_acfile {
+	struct rs_ac *ac;
 	u32 rx_head;
 	u32 rx_tail;
 	u32 rx_n;
@@ -64,7 +69,8 @@ struct rs_acfile {
 	u32 op_head;
 	u32 op_tail;
 	int tx_error;
-	struct file *ctx;
+	bool bound;
+	struct delayed_work linger;
 	u32 page;
 	u64 sndbuf;
 	u32 sndbuf_len;

@@ -106,7 +106,7 @@ long rs_ioctl_run(struct file *filp, unsigned int cmd, unsigned long arg,
 		  const struct rs_ioctl_op *ops, unsigned int nr_ops)
 {
 	void __user *uarg = (void __user *)arg;
-	struct rs_new_file nf = { .ctx = filp, .fd = -1 };
+	struct rs_new_file nf = { .fd = -1 };
 	const struct rs_ioctl_op *op;
 	union rs_ioctl_buf buf;
 	unsigned int nr;

@@ -278,6 +278,7 @@ struct rs_rx_slot {
 	u32 cq_idx;		/* index of the RECV CQE that announced it */
 	u32 next;		/* next in its AC's chain (credit.c, acfile.c) */
 	u32 len;		/* an AC file's: bytes of the chunk */
+	bool file;		/* an AC file's: read(2) gives it back, not RELEASE */
 };
 
 /* params.c: load-time limits and defaults */
@@ -324,6 +325,7 @@ extern unsigned int rs_srq_size;
 extern unsigned int rs_cq_depth;
 extern unsigned int rs_keepalive_ms;
 extern unsigned int rs_connect_timeout_ms;
+extern unsigned int rs_linger_ms;
 extern unsigned int rs_backlog_max;
 extern unsigned int rs_max_qps_per_peer;
 extern unsigned int rs_max_qps;
@@ -389,12 +391,11 @@ void rs_file_release(struct rs_file *rf);
 void rs_file_put(struct rs_file *rf);
 /*
  * A file an ioctl made (an AC file): installed at @fd once the ioctl's
- * answer reached user space (chardev.c); @ctx is the file it came on, and
- * @whole says whether the caller's struct has every field of the kernel's
- * (else it would not learn the descriptor).
+ * answer reached user space (chardev.c); @whole says whether the caller's
+ * struct has every field of the kernel's (else it would not learn the
+ * descriptor).
  */
 struct rs_new_file {
-	struct file *ctx;
 	struct file *file;
 	int fd;
 	bool whole;

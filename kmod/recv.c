@@ -107,6 +107,7 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	cqe.flags = (m->flags & RS_F_LAST) ? 0 : RDMASHARE_CQE_F_MORE;
 	cqe.addr = at;
 	/* Under rx_lock: the slot cannot be released before its index is set. */
+	slot->file = false;
 	slot->cq_idx = rs_cq_post_rx(rf, &cqe);
 	spin_unlock_irq(&rf->rx_lock);
 	rs_file_note_qp(rf, ac->qp);
@@ -388,18 +389,15 @@ void rs_rx_release(struct rs_file *rf, const struct rdmashare_sqe *sqe)
 	if (rem || off >= rf->rx_slots)
 		goto inval;
 	idx = array_index_nospec((u32)off, rf->rx_slots);
-	/*
-	 * An AC file's slots are its reader's: its AC keeps its id until they
-	 * all went back (acfile.c), and it is one from its start.
-	 */
 	ac = rs_ac_lookup_fid(rf, sqe->ac);
-	if (ac && ac->af)
-		goto inval;
-
 	spin_lock_irq(&rf->rx_lock);
 	slot = &rf->slots[idx];
-	/* Owned by that AC, and its RECV completion was reaped. */
-	if (!slot->fid || slot->fid != sqe->ac ||
+	/*
+	 * Owned by that AC, and its RECV completion was reaped.  An AC file's
+	 * slot is its reader's; the id may name an AC file's AC now and the
+	 * slot still be a closed ring AC's.
+	 */
+	if (!slot->fid || slot->fid != sqe->ac || slot->file ||
 	    (s32)(rs_cq_head(rf) - slot->cq_idx) <= 0) {
 		spin_unlock_irq(&rf->rx_lock);
 		goto inval;

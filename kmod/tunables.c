@@ -62,6 +62,8 @@ unsigned int rs_cq_depth;
 unsigned int rs_keepalive_ms = 2000;
 /* How long a CONNECT that gives no timeout waits, ms. */
 unsigned int rs_connect_timeout_ms = 10000;
+/* How long a closed AC file's unsent data may wait to go out, ms. */
+unsigned int rs_linger_ms = 60000;
 /* The largest backlog a LISTEN may ask for. */
 unsigned int rs_backlog_max = 1024;
 /* QPs to one peer, either side's (passive ones past it are rejected). */
@@ -192,6 +194,8 @@ RS_TUNABLE(srq_size, rs_srq_size, 16, 65536, NULL);
 RS_TUNABLE(keepalive_ms, rs_keepalive_ms, 0, 3600 * 1000, rs_peers_keepalive_changed);
 /* Apply to CONNECTs and LISTENs after the write. */
 RS_TUNABLE(connect_timeout_ms, rs_connect_timeout_ms, 1, 3600 * 1000, NULL);
+/* Applies to AC files closed after the write. */
+RS_TUNABLE(linger_ms, rs_linger_ms, 1, 3600 * 1000, NULL);
 RS_TUNABLE(max_backlog, rs_backlog_max, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
 /* Apply to QPs set up after the write; QPs over a lowered limit stay. */
 RS_TUNABLE(max_qps_per_peer, rs_max_qps_per_peer, 1, 1024, NULL);
@@ -244,6 +248,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_cq_depth.attr.attr,
 	&rs_tunable_keepalive_ms.attr.attr,
 	&rs_tunable_connect_timeout_ms.attr.attr,
+	&rs_tunable_linger_ms.attr.attr,
 	&rs_tunable_max_backlog.attr.attr,
 	&rs_tunable_max_qps_per_peer.attr.attr,
 	&rs_tunable_max_qps.attr.attr,

@@ -7,10 +7,14 @@
  * buffers given back when AC files close unread, a descriptor that
  * outlives its handle and crosses fork(2), and the errors of bad
  * parameters, including that the rings cannot reach an AC file's AC.
+ * From the second review: SHUTDOWN beside a writer blocked for room, an AC
+ * file closed with data unsent by a process that exits (its listener goes,
+ * the data lingers linger_ms), and RELEASE of a slot whose id was reused.
  */
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
 
@@ -695,6 +699,206 @@ TEST(rings_cannot_name_it)
 	EXPECT_EQ('z', b);
 	close(f.fd);
 	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * A writer blocked for room does not hold SHUTDOWN up: another process that
+ * shares the AC file shuts it down at once, and the writer ends with what
+ * it wrote (it used to hold the write lock while it waited, and SHUTDOWN
+ * slept uninterruptibly behind it until the writer was killed).
+ */
+TEST(shutdown_beside_blocked_writer)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 16);
+	int cfd, sfd, status, wpipe[2], i;
+	pid_t writer, shut;
+	ssize_t wrote = 0;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 12, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, pipe(wpipe));
+	writer = fork();
+	ASSERT_LE(0, writer);
+	if (!writer) {
+		static char big[8 << 20];
+		ssize_t r;
+
+		signal(SIGPIPE, SIG_IGN);
+		/* More than the window and the send buffer: it blocks. */
+		r = write(cfd, big, sizeof(big));
+		_exit(write(wpipe[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	close(wpipe[1]);
+	/* Blocked once nothing moves any more; the server never reads. */
+	usleep(1500000);
+	shut = fork();
+	ASSERT_LE(0, shut);
+	if (!shut)
+		_exit(rdmashare_shutdown_file(cfd) ? 1 : 0);
+	for (i = 0; i < 100 && waitpid(shut, &status, WNOHANG) != shut; i++)
+		usleep(50000);
+	EXPECT_GT(100, i) TH_LOG("SHUTDOWN still waits after 5 s");
+	if (i == 100) {
+		/* Unblock it the old way, so that the test ends. */
+		kill(writer, SIGKILL);
+		waitpid(shut, &status, 0);
+	}
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
+	/* The writer ended too: the shutdown ends its wait (EPIPE or short). */
+	EXPECT_EQ((ssize_t)sizeof(wrote), read(wpipe[0], &wrote, sizeof(wrote)));
+	EXPECT_LT(0, wrote);
+	EXPECT_GT(8 << 20, wrote);
+	waitpid(writer, &status, 0);
+	close(wpipe[0]);
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * A process writes into an AC file whose peer does not read, closes it with
+ * data unsent, and exits.  Its listener goes at once (the port can be
+ * listened on again); the data waits linger_ms for credits, then the AC
+ * ends: the peer reads what had come, in order, then the end of the
+ * stream, and the module holds no AC of the process any more.
+ */
+TEST(closed_unsent_lingers_then_ends)
+{
+	struct rdmashare *s = open_files(FILES_SIZE, 16), *again;
+	struct sockaddr_in sin = peer_addr(PORT + 13);
+	char linger[32];
+	int ready[2], l, sfd, acs0, status;
+	size_t written = 0;
+	ssize_t got;
+	pid_t pid;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/linger_ms", linger, sizeof(linger)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/linger_ms", "3000"));
+	l = rdmashare_listen_files(s, PORT + 13, 4);
+	ASSERT_LE(1, l);
+	acs0 = rs_device_acs();
+	ASSERT_EQ(0, pipe(ready));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct rdmashare *c = open_files(FILES_SIZE, 0);
+		unsigned char buf[4096];
+		size_t i;
+		ssize_t r;
+		int fd;
+
+		if (!c || rdmashare_listen(c, PORT + 14, 4) < 1)
+			_exit(1);
+		fd = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 0,
+					    RDMASHARE_FILE_NONBLOCK);
+		if (fd < 0)
+			_exit(2);
+		/* Until no room came for half a second: the window is full. */
+		for (;;) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			for (i = 0; i < sizeof(buf); i++)
+				buf[i] = pat(written + i);
+			r = write(fd, buf, sizeof(buf));
+			if (r > 0) {
+				written += r;
+				continue;
+			}
+			if (r < 0 && errno != EAGAIN)
+				_exit(3);
+			if (poll(&pfd, 1, 500) != 1)
+				break;
+		}
+		close(fd);
+		/* Exits with its handle open: the kernel closes it. */
+		_exit(write(ready[1], &written, sizeof(written)) == sizeof(written) ? 0 : 4);
+	}
+	close(ready[1]);
+	sfd = rdmashare_accept_file(s, l, 20000, 0, 0);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ((ssize_t)sizeof(written), read(ready[0], &written, sizeof(written)));
+	close(ready[0]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_EQ(0, status);
+	TH_LOG("%zu bytes written until the window was full", written);
+
+	/* The dead process's listener is gone, though its AC file lingers. */
+	again = open_files(0, 16);
+	ASSERT_NE(NULL, again);
+	EXPECT_LE(1, rdmashare_listen(again, PORT + 14, 4));
+	rdmashare_close(again);
+
+	/* Past linger_ms nothing of it waits; what had come is whole. */
+	usleep(4500000);
+	got = read_checked(sfd, 0);
+	EXPECT_LT(0, got);
+	EXPECT_GT((ssize_t)written, got) TH_LOG("the unsent data still went");
+	close(sfd);
+	usleep(500000);
+	EXPECT_EQ(acs0, rs_device_acs()) TH_LOG("ACs left: %d, before %d",
+							rs_device_acs(), acs0);
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/linger_ms", linger));
+	rdmashare_close(s);
+}
+
+/*
+ * The slot of a chunk a discarded backlog AC received is given back with
+ * RELEASE even when its id names an AC file's AC by then (that RELEASE used
+ * to fail, and the slot was lost to the file).
+ */
+TEST(release_under_reused_id)
+{
+	struct rdmashare *c = open_files(0, 16), *s = open_files(FILES_SIZE, 16);
+	struct sockaddr_in to_ring = peer_addr(PORT + 15), to_files = peer_addr(PORT + 16);
+	struct rdmashare_cqe *cqe;
+	struct rdmashare_sqe *sqe;
+	__u32 fid = 0, discarded = 0;
+	__u64 slot = 0;
+	int lf, lr, l3, a, b, i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	lf = rdmashare_listen_files(s, PORT + 16, 4);
+	ASSERT_LE(1, lf);
+	lr = rdmashare_listen(s, PORT + 15, 4);
+	ASSERT_LT(lf, lr);
+	a = rdmashare_connect(c, (struct sockaddr *)&to_ring, 20000);
+	ASSERT_LE(1, a);
+	ASSERT_EQ(0, rdmashare_send(c, a, "never accepted", 15));
+	/* The backlog AC's chunk, under an id the application never had. */
+	ASSERT_EQ(0, rdmashare_wait_cqe(s, &cqe, 10000));
+	ASSERT_EQ(RDMASHARE_CQE_RECV, cqe->type);
+	fid = cqe->ac;
+	slot = cqe->addr;
+	rdmashare_cqe_seen(s, cqe);
+	EXPECT_LT((__u32)lr, fid);
+	/* The listener closes: a DISCARD CLOSED frees the id. */
+	sqe = rdmashare_get_sqe(s);
+	ASSERT_NE(NULL, sqe);
+	*sqe = (struct rdmashare_sqe){ .opcode = RDMASHARE_OP_CLOSE, .ac = lr, .user_data = 1 };
+	ASSERT_EQ(1, rdmashare_submit(s));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, rdmashare_wait_cqe(s, &cqe, 10000));
+		if (cqe->type == RDMASHARE_CQE_CLOSED && (cqe->flags & RDMASHARE_CQE_F_DISCARD))
+			discarded = cqe->ac;
+		rdmashare_cqe_seen(s, cqe);
+	}
+	EXPECT_EQ(fid, discarded);
+	/* The listener's id goes to a new one, the discarded id to an AC file's AC. */
+	l3 = rdmashare_listen(s, PORT + 17, 4);
+	EXPECT_EQ(lr, l3);
+	b = rdmashare_connect(c, (struct sockaddr *)&to_files, 20000);
+	ASSERT_LE(1, b);
+	/* The slot goes back, once only. */
+	EXPECT_EQ(0, rs_raw_op(s, RDMASHARE_OP_RELEASE, fid, slot, 0, 2));
+	EXPECT_EQ(-EINVAL, rs_raw_op(s, RDMASHARE_OP_RELEASE, fid, slot, 0, 3));
 	rdmashare_close(c);
 	rdmashare_close(s);
 }
