@@ -75,7 +75,7 @@ static void rs_rx_mr_create(struct rs_dma_map *map, struct rs_file *rf)
 	u32 n, run;
 
 	map->rx_off = rf->rx_offset;
-	map->rx_len = rf->rx_slots * rf->rx_slot_size;
+	map->rx_len = (u64)rf->rx_slots * rf->rx_slot_size;
 	pages = DIV_ROUND_UP(map->rx_len, PAGE_SIZE);
 	if (!(ibdev->attrs.device_cap_flags & IB_DEVICE_MEM_MGT_EXTENSIONS) ||
 	    first + pages > map->nr_pages)
@@ -265,9 +265,13 @@ u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		idx = off >> PAGE_SHIFT;
 		in_page = offset_in_page(off);
 		part = min_t(u32, len, PAGE_SIZE - in_page);
-		ib_dma_sync_single_for_device(ibdev, map->dma[idx], PAGE_SIZE,
-					      DMA_BIDIRECTIONAL);
 		addr = map->dma[idx] + in_page;
+		/*
+		 * Only these bytes (dma_sync_single_range_for_device()'s
+		 * way): under bounce buffering a whole page would carry
+		 * stale bytes over a slot the device just filled.
+		 */
+		ib_dma_sync_single_for_device(ibdev, addr, part, DMA_BIDIRECTIONAL);
 		if (n && sge[n - 1].addr + sge[n - 1].length == addr) {
 			sge[n - 1].length += part;
 		} else {
@@ -292,14 +296,20 @@ u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
  */
 void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len)
 {
-	unsigned long idx, end;
+	u32 part, in_page;
 
-	if (!len)
-		return;
-	end = (off + len - 1) >> PAGE_SHIFT;
-	for (idx = off >> PAGE_SHIFT; idx <= end; idx++)
-		ib_dma_sync_single_for_cpu(map->rdev->ibdev, map->dma[idx], PAGE_SIZE,
-					   DMA_BIDIRECTIONAL);
+	/*
+	 * Only these bytes: a slot may share its page with others that the
+	 * CPU wrote (a copied chunk) or the device fills now.
+	 */
+	while (len) {
+		in_page = offset_in_page(off);
+		part = min_t(u32, len, PAGE_SIZE - in_page);
+		ib_dma_sync_single_for_cpu(map->rdev->ibdev, map->dma[off >> PAGE_SHIFT] + in_page,
+					   part, DMA_BIDIRECTIONAL);
+		off += part;
+		len -= part;
+	}
 }
 
 /**
@@ -344,6 +354,31 @@ u32 rs_rx_mr_claim(struct rs_dma_map *m, const struct rs_qp *qp, bool *reg)
 	}
 	spin_unlock(&m->rx_lock);
 	return rkey;
+}
+
+/**
+ * rs_rx_mr_invalidated() - a peer invalidated @rkey on @rdev
+ * @rdev: the device
+ * @rkey: the rkey it named
+ *
+ * If it is a file's receive region, the region is registered again with
+ * the next CONNECT or ACCEPT that names it (rs_rx_mr_claim()).  Process
+ * context.
+ */
+void rs_rx_mr_invalidated(struct rs_device *rdev, u32 rkey)
+{
+	struct rs_dma_map *map;
+
+	mutex_lock(&rs_dma_maps_lock);
+	list_for_each_entry(map, &rdev->dma_maps, dev_node) {
+		if (!map->rx_mr || map->rx_mr->rkey != rkey)
+			continue;
+		spin_lock_irq(&map->rx_lock);
+		if (map->rx_state == RS_RX_MR_VALID)
+			map->rx_state = RS_RX_MR_NONE;
+		spin_unlock_irq(&map->rx_lock);
+	}
+	mutex_unlock(&rs_dma_maps_lock);
 }
 
 /**

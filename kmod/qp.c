@@ -59,13 +59,23 @@ void rs_qp_put(struct rs_qp *qp)
 static void rs_qp_down_work(struct work_struct *work);
 
 /*
+ * How often the keepalive work runs: every rs_keepalive_ms, or, with
+ * keepalives off, every rs_connect_timeout_ms, to bound the quarantine.
+ */
+static unsigned long rs_qp_keepalive_period(void)
+{
+	return msecs_to_jiffies(READ_ONCE(rs_keepalive_ms) ?: READ_ONCE(rs_connect_timeout_ms));
+}
+
+/*
  * A QP that carries ACs sends a KEEPALIVE every rs_keepalive_ms: RC retries
- * then notice a peer that is gone, even when nothing else is in flight.
+ * then notice a peer that is gone, even when nothing else is in flight.  A
+ * peer that leaves a CLOSE unanswered past rs_connect_timeout_ms loses the
+ * QP, keepalives or not.
  */
 static void rs_qp_keepalive(struct work_struct *work)
 {
 	struct rs_qp *qp = container_of(to_delayed_work(work), struct rs_qp, keepalive);
-	unsigned int ms = READ_ONCE(rs_keepalive_ms);
 	bool ping, stuck;
 	struct rs_ac *ac;
 
@@ -74,7 +84,7 @@ static void rs_qp_keepalive(struct work_struct *work)
 		spin_unlock_irq(&qp->lock);
 		return;
 	}
-	ping = !list_empty(&qp->acs);
+	ping = READ_ONCE(rs_keepalive_ms) && !list_empty(&qp->acs);
 	if (ping)
 		qp->ping_pending = true;
 	/* Version 4: a CLOSE unanswered keeps slots from the file's ACs. */
@@ -91,22 +101,15 @@ static void rs_qp_keepalive(struct work_struct *work)
 	}
 	if (ping)
 		rs_qp_kick(qp);
-	if (ms)
-		queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(ms));
+	queue_delayed_work(rs_wq, &qp->keepalive, rs_qp_keepalive_period());
 }
 
 /* Called with rs_peers_lock held: rs_keepalive_ms changed. */
 void rs_qp_keepalive_changed(struct rs_qp *qp)
 {
-	unsigned int ms = READ_ONCE(rs_keepalive_ms);
-
 	spin_lock_irq(&qp->lock);
-	if (qp->state == RS_QP_UP) {
-		if (ms)
-			mod_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(ms));
-		else
-			cancel_delayed_work(&qp->keepalive);
-	}
+	if (qp->state == RS_QP_UP)
+		mod_delayed_work(rs_wq, &qp->keepalive, rs_qp_keepalive_period());
 	spin_unlock_irq(&qp->lock);
 }
 
@@ -425,7 +428,6 @@ out_free_cq:
 /* The connection is up: the QP's ACs may send. */
 void rs_qp_established(struct rs_qp *qp)
 {
-	unsigned int ms;
 	bool up;
 
 	spin_lock_irq(&qp->lock);
@@ -442,9 +444,8 @@ void rs_qp_established(struct rs_qp *qp)
 	}
 	wake_up_all(&qp->wait);
 	rs_qp_kick(qp);
-	ms = READ_ONCE(rs_keepalive_ms);
-	if (up && ms)
-		queue_delayed_work(rs_wq, &qp->keepalive, msecs_to_jiffies(ms));
+	if (up)
+		queue_delayed_work(rs_wq, &qp->keepalive, rs_qp_keepalive_period());
 }
 
 /*

@@ -324,6 +324,21 @@ void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto repost;
 	}
 
+	/*
+	 * rdmashare never sends with invalidate: a peer that names a file's
+	 * rkey so undoes the region every peer places into (finding 8 of the
+	 * second review).  It loses its QP; the region is registered again
+	 * with the next CONNECT or ACCEPT that names it.
+	 */
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE) {
+		pr_warn_ratelimited("%s: QP %u: the peer invalidated rkey %#x\n",
+				    dev_name(&rdev->ibdev->dev), qp->qp_num,
+				    wc->ex.invalidate_rkey);
+		rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+		rs_qp_down(qp, -EPROTO);
+		rs_rx_mr_invalidated(rdev, wc->ex.invalidate_rkey);
+		goto repost;
+	}
 	if (wc->opcode == IB_WC_RECV_RDMA_WITH_IMM) {
 		/* The buffer holds nothing: the WRITE went to a slot. */
 		rs_qp_stat(qp, RS_STAT_RX_WRITES, 1);

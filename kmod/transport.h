@@ -91,7 +91,7 @@ struct rs_dma_map {
 	u64 *dma;
 	unsigned long nr_pages;
 	u64 rx_off;
-	u32 rx_len;
+	u64 rx_len;
 	struct ib_mr *rx_mr;
 	spinlock_t rx_lock;		/* see above */
 	enum rs_rx_mr_state rx_state;
@@ -676,6 +676,7 @@ void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len);
 u32 rs_rx_mr_claim(struct rs_dma_map *map, const struct rs_qp *qp, bool *reg);
 void rs_rx_mr_reg_wr(struct rs_dma_map *map, struct ib_reg_wr *wr);
 void rs_rx_mr_registered(struct rs_dma_map *map, bool ok);
+void rs_rx_mr_invalidated(struct rs_device *rdev, u32 rkey);
 
 /* debugfs.c */
 void rs_debugfs_init(void);

@@ -47,7 +47,11 @@
  *    from a version 4 peer takes its QP down; one naming another
  *    connection id is dropped, the rogue's own message goes on.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
- * leave the device's SRQ whole once the device has no QP left.
+ * leave the device's SRQ whole once the device has no QP left;
+ * send_after_device_gone: a SEND on an AC whose QP and device went;
+ * invalidated_key: a peer that sends with invalidate naming the rkey it
+ * was given; close_unanswered_without_keepalive: the quarantine's bound
+ * holds with keepalive_ms 0.
  */
 #include <arpa/inet.h>
 
@@ -801,6 +805,73 @@ TEST_F_TIMEOUT(rogue, revoked_key, 240)
 	usleep(500000);		/* the file's release follows its last AC's */
 	EXPECT_TRUE(rogue_peer_listed());
 	write_refused(_metadata, self, &a, a.rkey);
+}
+
+/*
+ * A version 4 peer that sends with invalidate, naming the rkey of the
+ * slots it was given (rdmashare never does): it loses its QP, the region
+ * is registered again with the next ACCEPT that names it, and a large
+ * message, placed there, arrives whole (second review, finding 8).
+ */
+TEST_F_TIMEOUT(rogue, invalidated_key, 240)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PORT) };
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_INV };
+	static char out[65536], in[65536];
+	struct rogue_v4 a;
+	int c, s;
+
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	rogue_hdr(self->r.buf, ROGUE_KEEPALIVE, 0, 0, 0, 0, 0, 0, 0, 0);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)self->r.buf, .length = ROGUE_HDR_LEN,
+				.lkey = self->r.mr->lkey };
+	wr.invalidate_rkey = a.rkey;
+	ASSERT_EQ(0, rogue_post_wr(&self->r, &wr));
+	rogue_wait_send(&self->r);
+	dropped_only_rogue(_metadata, self);
+	/* A new AC names the region again; a large message goes into it. */
+	inet_pton(AF_INET, rs_ip(), &sin.sin_addr);
+	c = rdmashare_connect(self->rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, c);
+	s = rdmashare_accept(self->rs, self->l, 20000);
+	ASSERT_LT(0, s);
+	memset(out, 0x3c, sizeof(out));
+	ASSERT_EQ(0, rdmashare_send(self->rs, c, out, sizeof(out)));
+	ASSERT_EQ((ssize_t)sizeof(in), rdmashare_recv(self->rs, s, in, sizeof(in), 20000));
+	EXPECT_EQ(0, memcmp(in, out, sizeof(in)));
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+}
+
+/*
+ * With keepalive_ms 0 a CLOSE the peer never answers still costs it its
+ * QP after connect_timeout_ms (the check used to ride on the keepalives
+ * alone): a version 4 rogue is granted slots, the application closes the
+ * AC, the rogue stays silent (second review, finding 10).
+ */
+TEST_F_TIMEOUT(rogue, close_unanswered_without_keepalive, 240)
+{
+	char ka[32], ct[32];
+	struct rogue_v4 a;
+	double t0;
+	int ac;
+
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/keepalive_ms", ka, sizeof(ka)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/connect_timeout_ms", ct, sizeof(ct)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", "2000"));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/keepalive_ms", "0"));
+	ac = rogue_v4_placed(_metadata, self, &a, 2);
+	ASSERT_LT(0, ac);
+	ASSERT_EQ(0, rdmashare_close_ac(self->rs, ac));
+	t0 = rs_now();
+	while (rogue_peer_listed() && rs_now() < t0 + 20)
+		usleep(100000);
+	TH_LOG("the rogue's QP went after %.1f s", rs_now() - t0);
+	EXPECT_FALSE(rogue_peer_listed());
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/keepalive_ms", ka));
+	EXPECT_EQ(0, rs_write_file(RS_SYSFS "/connect_timeout_ms", ct));
+	dropped_only_rogue(_metadata, self);
 }
 
 /*
