@@ -65,6 +65,7 @@ struct rs_file *rs_file_alloc(void)
 	}
 	rf->memcg = get_mem_cgroup_from_mm(current->mm);
 	rs_rings_init(rf);
+	rs_sq_work_init(rf);
 	rf->tgid = task_tgid_nr(current);
 	get_task_comm(rf->comm, current);
 	kref_init(&rf->ref);

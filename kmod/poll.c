@@ -69,8 +69,10 @@ static int rs_cq_process(struct rs_qp *qp, int budget)
 				WARN_ON_ONCE(wc->status == IB_WC_SUCCESS);
 		}
 		done += n;
-		if (n < RS_CQ_BATCH)
+		if (n < RS_CQ_BATCH || done >= budget)
 			break;
+		/* The handlers may have done a tenant's work: let others run. */
+		cond_resched();
 	}
 	return done;
 }

@@ -14,6 +14,7 @@
 #include <linux/sizes.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 #include <uapi/linux/rdmashare.h>
 
@@ -115,6 +116,8 @@ struct rs_rings {
  * @sq_wakeup: RDMASHARE_SETUP_SQ_WAKEUP: completions consume the SQ too
  * @sq_poll: RS_SQ_POLL_PENDING: a completion found @submit_lock taken; its
  *	holder looks at the SQ once more before it leaves (submit.c)
+ * @sq_work: consumes what a completion left of the SQ (a reference held
+ *	while queued)
  * @ops_on_wire: the file's operations in SENDs built or posted, each of
  *	which completes without the application (sender.c): while there are
  *	any, a completion will come to consume the SQ
@@ -186,6 +189,7 @@ struct rs_file {
 	u32 sq_head;
 	bool sq_wakeup;
 	unsigned long sq_poll;
+	struct work_struct sq_work;
 	atomic_t ops_on_wire;
 
 	spinlock_t cq_lock;		/* CQ producers */
@@ -375,6 +379,7 @@ u32 rs_cq_head(struct rs_file *rf);
 u32 rs_cq_ready(struct rs_file *rf);
 bool rs_sq_has_space(struct rs_file *rf);
 u32 rs_sq_poll(struct rs_file *rf);
+void rs_sq_work_init(struct rs_file *rf);
 struct rs_send *rs_op_get(struct rs_file *rf);
 void rs_op_put(struct rs_file *rf, struct rs_send *op);
 

@@ -13,7 +13,10 @@
  * With RDMASHARE_SETUP_SQ_WAKEUP, the completion of a file's operation on
  * the wire consumes the SQ too (rs_sq_poll(), from the completion handler),
  * so that while traffic flows the application need not enter the kernel to
- * submit; RDMASHARE_SQ_NEED_WAKEUP tells it when it must.
+ * submit; RDMASHARE_SQ_NEED_WAKEUP tells it when it must.  A completion
+ * consumes a bounded batch: the QP it came on is shared by every tenant,
+ * so the rest goes to the file's work item, and past a bound to the
+ * application's own ENTER.
  */
 #include <linux/jiffies.h>
 #include <linux/nospec.h>
@@ -22,6 +25,7 @@
 
 #include "rdmashare.h"
 #include "ring.h"
+#include "transport.h"
 
 /*
  * The CQ reservation an SQE takes, by its opcode alone: the kind its
@@ -145,15 +149,25 @@ static bool rs_sq_need_wakeup(struct rs_file *rf)
 #define RS_SQ_RECHECK	8
 
 /*
- * Called with submit_lock held: consume, then publish the flag.  Once the
- * flag is set, SQEs the application published while it still read clear
- * are this caller's to consume: it looks at the tail again.
+ * SQEs a completion consumes for a file at most, in the shared QP's
+ * completion handler; the file's own work item takes the rest, up to
+ * RS_SQ_WORK_ROUNDS such batches, after which the application must enter
+ * the kernel itself (second review, finding 6).
  */
-static int rs_sq_run(struct rs_file *rf, u32 to_submit)
+#define RS_SQ_POLL_BUDGET	64
+#define RS_SQ_WORK_ROUNDS	16
+
+/*
+ * Called with submit_lock held: consume up to @to_submit SQEs, then publish
+ * the flag.  Once the flag is set, SQEs the application published while it
+ * still read clear are this caller's to consume: it looks at the tail
+ * again, while @budget lasts (of SQEs, in all).
+ */
+static int rs_sq_run(struct rs_file *rf, u32 to_submit, u32 budget)
 {
 	int n, more, round;
 
-	n = rs_sq_consume(rf, to_submit);
+	n = rs_sq_consume(rf, min(to_submit, budget));
 	if (!rf->sq_wakeup)
 		return n;
 	if (n < 0) {
@@ -161,8 +175,9 @@ static int rs_sq_run(struct rs_file *rf, u32 to_submit)
 		atomic_or(RDMASHARE_SQ_NEED_WAKEUP, &rf->rings->sq_flags);
 		return n;
 	}
-	for (round = 0; round < RS_SQ_RECHECK && rs_sq_need_wakeup(rf); round++) {
-		more = rs_sq_consume(rf, U32_MAX);
+	for (round = 0; round < RS_SQ_RECHECK && (u32)n < budget && rs_sq_need_wakeup(rf);
+	     round++) {
+		more = rs_sq_consume(rf, budget - n);
 		if (more <= 0)
 			break;
 		n += more;
@@ -171,13 +186,13 @@ static int rs_sq_run(struct rs_file *rf, u32 to_submit)
 }
 
 /*
- * A completion of one of @rf's operations on the wire: consume what the
- * application published since (RDMASHARE_SETUP_SQ_WAKEUP).  If another
- * consumer holds submit_lock, it is told to look again before it leaves
- * instead; nothing here waits.  Process context.  Returns the SQEs it
- * consumed.
+ * Consume what the application published since (RDMASHARE_SETUP_SQ_WAKEUP),
+ * @budget SQEs at most.  If another consumer holds submit_lock, it is told
+ * to look again before it leaves instead; nothing here waits.  Process
+ * context.  Returns the SQEs it consumed; @budget of them if it stopped
+ * there (more may wait).
  */
-u32 rs_sq_poll(struct rs_file *rf)
+static u32 rs_sq_poll_some(struct rs_file *rf, u32 budget)
 {
 	u32 consumed = 0;
 	int n;
@@ -185,13 +200,13 @@ u32 rs_sq_poll(struct rs_file *rf)
 	set_bit(RS_SQ_POLL_PENDING, &rf->sq_poll);
 	/* Pairs with the barrier after the holder's unlock. */
 	smp_mb__after_atomic();
-	while (mutex_trylock(&rf->submit_lock)) {
+	while (consumed < budget && mutex_trylock(&rf->submit_lock)) {
 		clear_bit(RS_SQ_POLL_PENDING, &rf->sq_poll);
 		/* Cleared before looking at the SQ. */
 		smp_mb__after_atomic();
 		/* Once the file's release began, only it touches the ACs. */
 		if (!READ_ONCE(rf->closing)) {
-			n = rs_sq_run(rf, U32_MAX);
+			n = rs_sq_run(rf, U32_MAX, budget - consumed);
 			if (n > 0)
 				consumed += n;
 		}
@@ -201,7 +216,55 @@ u32 rs_sq_poll(struct rs_file *rf)
 		if (!test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll))
 			break;
 	}
+	/* Stopped by the budget: whoever goes on looks at the SQ. */
+	if (consumed >= budget)
+		set_bit(RS_SQ_POLL_PENDING, &rf->sq_poll);
 	return consumed;
+}
+
+/*
+ * More SQEs than a completion takes: RS_SQ_WORK_ROUNDS more batches, in
+ * the file's work item rather than in a shared QP's completion handler;
+ * then the application is told to enter the kernel for the rest.
+ */
+static void rs_sq_work(struct work_struct *work)
+{
+	struct rs_file *rf = container_of(work, struct rs_file, sq_work);
+	int round;
+
+	for (round = 0; round < RS_SQ_WORK_ROUNDS; round++) {
+		if (rs_sq_poll_some(rf, RS_SQ_POLL_BUDGET) < RS_SQ_POLL_BUDGET)
+			goto out;
+		cond_resched();
+	}
+	mutex_lock(&rf->submit_lock);
+	atomic_or(RDMASHARE_SQ_NEED_WAKEUP, &rf->rings->sq_flags);
+	mutex_unlock(&rf->submit_lock);
+out:
+	rs_file_put(rf);
+}
+
+/* Called by rs_file_alloc(). */
+void rs_sq_work_init(struct rs_file *rf)
+{
+	INIT_WORK(&rf->sq_work, rs_sq_work);
+}
+
+/*
+ * A completion of one of @rf's operations on the wire: consume what the
+ * application published since, RS_SQ_POLL_BUDGET SQEs at most here; the
+ * file's work item takes what is left.  Returns the SQEs it consumed.
+ */
+u32 rs_sq_poll(struct rs_file *rf)
+{
+	u32 n = rs_sq_poll_some(rf, RS_SQ_POLL_BUDGET);
+
+	if (n >= RS_SQ_POLL_BUDGET) {
+		kref_get(&rf->ref);
+		if (!queue_work(rs_wq, &rf->sq_work))
+			rs_file_put(rf);
+	}
+	return n;
 }
 
 static int rs_submit(struct rs_file *rf, u32 to_submit)
@@ -210,7 +273,7 @@ static int rs_submit(struct rs_file *rf, u32 to_submit)
 	int n;
 
 	mutex_lock(&rf->submit_lock);
-	n = rs_sq_run(rf, to_submit);
+	n = rs_sq_run(rf, to_submit, U32_MAX);
 	mutex_unlock(&rf->submit_lock);
 	if (rf->sq_wakeup) {
 		/*
@@ -219,7 +282,7 @@ static int rs_submit(struct rs_file *rf, u32 to_submit)
 		 */
 		smp_mb();
 		if (test_bit(RS_SQ_POLL_PENDING, &rf->sq_poll)) {
-			more = rs_sq_poll(rf);
+			more = rs_sq_poll_some(rf, U32_MAX);
 			if (n >= 0)
 				n += more;
 		}
