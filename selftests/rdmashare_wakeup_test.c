@@ -21,7 +21,9 @@
  *    another process has its waits in ENTER poll the QP's CQ themselves
  *    (the device's busy_polled grows; it does not with busy_poll_us 0),
  *    every message intact; values over 10000 us are refused; a wait for what never comes still ends at its
- *    timeout, and a signal still ends it.
+ *    timeout, and a signal still ends it;
+ *  - completion_budget: a completion consumes 64 SQEs, the file's work
+ *    item 1024 more, then ENTER is asked for.
  */
 #include <arpa/inet.h>
 #include <stdatomic.h>
@@ -488,6 +490,88 @@ TEST_F_TIMEOUT(wk, busy_poll, 240)
 	ret = rdmashare_wait_cqe(idle.rs, &cqe, 20000);
 	EXPECT_EQ(-EINTR, ret);
 	raw_close(&idle);
+}
+
+/*
+ * One SEND's completion consumes a bounded part of what the file published
+ * (second review, finding 6): the SEND waits for the server's only slot
+ * while 3000 NOPs are published without ENTER; when the slot comes back
+ * and the SEND completes, 64 SQEs go in the completion handler and 1024
+ * in the file's work item, then the flag asks for ENTER, which takes the
+ * rest.  (All 3000 used to go in the shared QP's completion handler.)
+ */
+#define FLOOD	3000
+
+TEST_F_TIMEOUT(wk, completion_budget, 120)
+{
+	struct sockaddr_in sin = addr_of(PORT + 5);
+	struct rdmashare *s = rs_open_setup(1 << 20, 1);
+	struct rdmashare_ac_stats st;
+	struct rdmashare_sqe *sqe;
+	unsigned int tail0, head, i;
+	char buf[MSG] = "x";
+	struct raw c;
+	int l, ac, sac;
+
+	ASSERT_NE(NULL, s);
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/credits_per_ac", "1"));
+	memset(&c, 0, sizeof(c));
+	c.p.flags = RDMASHARE_SETUP_SQ_WAKEUP;
+	c.p.sq_entries = 4096;
+	c.p.cq_entries = 8192;
+	c.p.data_size = 1 << 20;
+	c.p.rx_slots = 16;
+	c.rs = rs_open_with(&c.p);
+	ASSERT_NE(NULL, c.rs);
+	c.rings = mmap(NULL, c.p.rings_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       rdmashare_fd(c.rs), RDMASHARE_OFF_RINGS);
+	ASSERT_NE(MAP_FAILED, c.rings);
+	c.sq_head = (unsigned int *)((char *)c.rings + c.p.sq_off.head);
+	c.sq_tail = (unsigned int *)((char *)c.rings + c.p.sq_off.tail);
+	c.sq_flags = (unsigned int *)((char *)c.rings + c.p.sq_off.flags);
+
+	l = rdmashare_listen(s, PORT + 5, 4);
+	ASSERT_LT(0, l);
+	ac = rdmashare_connect(c.rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LT(0, ac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LT(0, sac);
+	/* The first takes the only slot; the second waits for it. */
+	ASSERT_EQ(0, rdmashare_send(c.rs, ac, buf, sizeof(buf)));
+	ASSERT_EQ(0, rdmashare_send(c.rs, ac, buf, sizeof(buf)));
+	usleep(300000);
+	ASSERT_EQ(load_acquire(c.sq_tail), load_acquire(c.sq_head));
+	ASSERT_EQ(0, rdmashare_ac_stats(c.rs, ac, &st));
+	ASSERT_EQ(1, st.queued_ops);
+
+	tail0 = load_acquire(c.sq_tail);
+	for (i = 0; i < FLOOD; i++) {
+		sqe = rdmashare_get_sqe(c.rs);
+		ASSERT_NE(NULL, sqe);
+		sqe->opcode = RDMASHARE_OP_NOP;
+		sqe->user_data = 1000 + i;
+	}
+	publish(&c, tail0 + FLOOD);
+	usleep(300000);
+	EXPECT_EQ(tail0, load_acquire(c.sq_head));
+
+	/* The slot comes back: the waiting SEND goes and completes. */
+	EXPECT_EQ(MSG, rdmashare_recv(s, sac, buf, sizeof(buf), 20000));
+	rdmashare_submit(s);	/* its RELEASE */
+	usleep(2000000);
+	head = load_acquire(c.sq_head);
+	ASSERT_EQ(0, rdmashare_ac_stats(c.rs, ac, &st));
+	EXPECT_EQ(2, st.tx_msgs);
+	TH_LOG("%u of %u NOPs consumed without ENTER", head - tail0, FLOOD);
+	EXPECT_GE(64 + 1024 + 64, head - tail0);
+	EXPECT_LT(0, head - tail0);
+	EXPECT_TRUE(load_acquire(c.sq_flags) & RDMASHARE_SQ_NEED_WAKEUP);
+	/* ENTER takes the rest; every NOP completes. */
+	EXPECT_EQ(tail0 + FLOOD - head, (unsigned int)enter(&c, tail0 + FLOOD - head, 0));
+	EXPECT_EQ(0, rs_op_result(c.rs, 1000 + FLOOD - 1));
+	EXPECT_EQ(MSG, rdmashare_recv(s, sac, buf, sizeof(buf), 20000));
+	raw_close(&c);
+	rdmashare_close(s);
 }
 
 TEST_HARNESS_MAIN
