@@ -76,11 +76,19 @@ in_root() {
 snapshot() {
 	(cd "$upper" && find . -path "./${RS_TOP#/}" -prune -o ! -path . -printf '%y %p %l\n' |
 		sort | while read -r y p l; do
-			case $y in
-			f) printf 'f %s %s\n' "$p" "$(sha256sum <"$p" | cut -c1-16)" ;;
-			l) printf 'l %s -> %s\n' "$p" "$l" ;;
-			c) printf 'c %s (removed from the host root)\n' "$p" ;;
-			d) [ -d "/$p" ] || printf 'd %s\n' "$p" ;;
+			case $y$p in
+			# ldconfig's caches are not rewritten byte for byte the
+			# same (with many libraries its aux-cache alternates
+			# between layouts): what ld.so.cache means counts, the
+			# libraries it lists, and aux-cache only exists.
+			f./etc/ld.so.cache)
+				printf 'f %s libraries %s\n' "$p" \
+					"$(ldconfig -p -C "$p" | sed 1d | sort | sha256sum | cut -c1-16)" ;;
+			f./var/cache/ldconfig/aux-cache) printf 'f %s\n' "$p" ;;
+			f*) printf 'f %s %s\n' "$p" "$(sha256sum <"$p" | cut -c1-16)" ;;
+			l*) printf 'l %s -> %s\n' "$p" "$l" ;;
+			c*) printf 'c %s (removed from the host root)\n' "$p" ;;
+			d*) [ -d "/$p" ] || printf 'd %s\n' "$p" ;;
 			*) printf '%s %s\n' "$y" "$p" ;;
 			esac
 		done)
