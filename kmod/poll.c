@@ -16,12 +16,14 @@
  * napi_busy_loop() model).  Whoever polls owns the CQ (RS_CQ_OWNED), so
  * that completions are handled by one context at a time and in the order
  * the device gave them, as the receive path needs.  A work that finds the
- * CQ owned leaves RS_CQ_MISSED; the owner queues the work again when it
- * lets go.  Every event is followed by a poll and by arming the CQ again:
- * by the work; or, while threads busy-poll the QP (rs_qp.busy_pollers),
- * by them: the event only leaves RS_CQ_MISSED, a poller arms the CQ in its
- * next round, and the last to stop queues the work if an event is still
- * unanswered, so that the work item does not compete with them for the CPU.
+ * CQ owned leaves RS_CQ_MISSED; the owner arms the CQ again (a busy
+ * poller) or queues the work again (the work) when it lets go, and the
+ * last busy poller to stop queues the work if an event is still
+ * unanswered.  Every event queues the work, busy pollers or not: a poller
+ * may be off the CPU (preempted, throttled), and the QP is every tenant's
+ * (second review, finding 5).  For the same reason a thread that the
+ * scheduler runs last (SCHED_IDLE, or a positive nice value) does not
+ * busy-poll at all: while it holds the CQ for a batch, nobody else polls.
  *
  * A busy poller finds its QP by id (rs_cq_ids), under RCU: QP memory is
  * freed after a grace period (qp.c), and the CQ is destroyed only by the
@@ -127,13 +129,6 @@ static void rs_cq_event(struct ib_cq *cq, void *ctx)
 {
 	struct rs_qp *qp = ctx;
 
-	if (atomic_read(&qp->busy_pollers)) {
-		set_bit(RS_CQ_MISSED, &qp->poll_state);
-		/* Pairs with rs_busy_poll()'s end: it sees MISSED, or we see it gone. */
-		smp_mb__after_atomic();
-		if (atomic_read(&qp->busy_pollers))
-			return;
-	}
 	queue_work(rs_cq_wq, &qp->poll_work);
 }
 
@@ -151,7 +146,6 @@ int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev)
 	if (ibdev->num_comp_vectors > 1)
 		attr.comp_vector = (u32)atomic_inc_return(&vector) % ibdev->num_comp_vectors;
 	qp->poll_state = 0;
-	atomic_set(&qp->busy_pollers, 0);
 	spin_lock_init(&qp->poll_lock);
 	INIT_WORK(&qp->poll_work, rs_cq_work);
 	cq = ib_create_cq(ibdev, rs_cq_event, NULL, qp, &attr);
@@ -236,8 +230,9 @@ static struct rs_qp *rs_file_poll_qp(struct rs_file *rf)
 
 /*
  * One round of busy polling on @qp; a no-op if another context polls it.
- * An event that came meanwhile left the CQ unarmed: arm it, as the work
- * would have; completions that are there already are the next round's.
+ * A work that found the CQ owned meanwhile left it unarmed: arm it, as the
+ * work would have; completions that are there already are the next
+ * round's.
  */
 static void rs_cq_busy_poll(struct rs_qp *qp)
 {
@@ -257,9 +252,8 @@ static void rs_cq_busy_poll(struct rs_qp *qp)
 /* A thread stops busy-polling @qp: an event left unanswered goes to the work. */
 static void rs_cq_busy_end(struct rs_qp *qp)
 {
-	atomic_dec(&qp->busy_pollers);
-	/* Pairs with rs_cq_event(): it sees no poller, or we see MISSED. */
-	smp_mb__after_atomic();
+	/* Pairs with rs_cq_claim(): a work that found the CQ owned set MISSED. */
+	smp_mb();
 	if (!test_bit(RS_CQ_MISSED, &qp->poll_state))
 		return;
 	/* Not once the teardown marked the CQ dead: it cancels the work after. */
@@ -272,23 +266,26 @@ static void rs_cq_busy_end(struct rs_qp *qp)
 /*
  * Called from ENTER before it sleeps for @min_complete completions: poll
  * for up to rs_busy_poll_us (and @timeout_ms, if not 0), giving the CPU up
- * whenever the scheduler asks, and leaving the QP's events to the work
- * item meanwhile (a poller that does not run must not hold them up).
+ * whenever the scheduler asks, with what came meanwhile left to the work
+ * item (a poller that does not run must not hold the QP's events up).
  * True if what ENTER waits for is there (or a signal is).
  */
 bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 {
 	u64 us = READ_ONCE(rs_busy_poll_us);
-	struct rs_qp *qp = rs_file_poll_qp(rf);
+	struct rs_qp *qp;
 	bool ready;
 	u64 end;
+
+	/* Not a thread that may wait long for the CPU: see above. */
+	if (current->policy == SCHED_IDLE || task_nice(current) > 0)
+		return false;
+	qp = rs_file_poll_qp(rf);
 
 	if (timeout_ms)
 		us = min_t(u64, us, (u64)timeout_ms * USEC_PER_MSEC);
 	end = local_clock() + us * NSEC_PER_USEC;
 
-	if (qp)
-		atomic_inc(&qp->busy_pollers);
 	for (;;) {
 		if (qp)
 			rs_cq_busy_poll(qp);
@@ -300,8 +297,6 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 			if (qp)
 				rs_cq_busy_end(qp);
 			cond_resched();
-			if (qp)
-				atomic_inc(&qp->busy_pollers);
 		}
 		cpu_relax();
 	}

@@ -183,7 +183,6 @@ enum rs_qp_state {
  * @cq_size: entries of @cq
  * @poll_id: @cq's id in poll.c's table, by which a busy poller finds it
  * @poll_state: RS_CQ_* bits (poll.c): who polls @cq
- * @busy_pollers: threads in ENTER busy-polling @cq now
  * @poll_lock: orders a busy poller's queueing of @poll_work before the
  *	teardown's cancelling it
  * @poll_work: polls @cq after the device's completion event
@@ -255,7 +254,6 @@ struct rs_qp {
 	u32 cq_size;
 	u32 poll_id;
 	unsigned long poll_state;
-	atomic_t busy_pollers;
 	spinlock_t poll_lock;		/* see above */
 	struct work_struct poll_work;
 	struct ib_wc *wcs;

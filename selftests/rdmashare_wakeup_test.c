@@ -23,9 +23,12 @@
  *    every message intact; values over 10000 us are refused; a wait for what never comes still ends at its
  *    timeout, and a signal still ends it;
  *  - completion_budget: a completion consumes 64 SQEs, the file's work
- *    item 1024 more, then ENTER is asked for.
+ *    item 1024 more, then ENTER is asked for;
+ *  - starved_poller: a busy poller that does not get the CPU does not
+ *    hold up another process's completions on the same QP.
  */
 #include <arpa/inet.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "common.h"
@@ -572,6 +575,120 @@ TEST_F_TIMEOUT(wk, completion_budget, 120)
 	EXPECT_EQ(MSG, rdmashare_recv(s, sac, buf, sizeof(buf), 20000));
 	raw_close(&c);
 	rdmashare_close(s);
+}
+
+/*
+ * A poller that does not run holds up nobody's completions (second
+ * review, finding 5): a process at SCHED_IDLE busy-polls the shared QP in
+ * ENTER, on a CPU that a spinner keeps busy; another process's ping-pong
+ * on the same QP, on the other CPU, takes about as long as without them
+ * (measured first, in the same run).  Completion events used to be left
+ * to busy pollers while any was in ENTER, running or not.  (This
+ * ping-pong busy-polls itself, which hid the stall on 66b838b too: the
+ * test guards the fix, it did not catch the bug.)
+ */
+static int starved_poller(int ready_fd, unsigned int port)
+{
+	struct sockaddr_in sin = addr_of(port);
+	struct sched_param sp = { 0 };
+	struct rdmashare_cqe *cqe;
+	char buf[MSG] = "poll";
+	cpu_set_t cpus;
+	struct raw r;
+	int l, c, s;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	if (sched_setaffinity(0, sizeof(cpus), &cpus) ||
+	    sched_setscheduler(0, SCHED_IDLE, &sp))
+		return 10;
+	if (raw_open(&r, 0, 64))
+		return 11;
+	l = rdmashare_listen(r.rs, port, 4);
+	c = rdmashare_connect(r.rs, (struct sockaddr *)&sin, 20000);
+	s = rdmashare_accept(r.rs, l, 20000);
+	if (l < 0 || c < 0 || s < 0)
+		return 12;
+	/* A delivery on the shared QP: that is the QP its waits poll. */
+	if (rdmashare_send(r.rs, s, buf, sizeof(buf)) ||
+	    rdmashare_recv(r.rs, c, buf, sizeof(buf), 20000) != MSG)
+		return 13;
+	if (write(ready_fd, "r", 1) != 1)
+		return 14;
+	for (;;)
+		rdmashare_wait_cqe(r.rs, &cqe, 10);
+}
+
+static int spinner(int ready_fd, unsigned int port)
+{
+	volatile unsigned long n = 0;
+	cpu_set_t cpus;
+
+	CPU_ZERO(&cpus);
+	CPU_SET(0, &cpus);
+	if (sched_setaffinity(0, sizeof(cpus), &cpus) || write(ready_fd, "r", 1) != 1)
+		return 10;
+	for (;;)
+		n++;
+}
+
+/* @n round trips of MSG bytes on @ac, ms; -1 if one went wrong. */
+static double round_trips(struct rdmashare *rs, int ac, int n)
+{
+	unsigned char out[MSG], in[MSG];
+	double t = now_ms();
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(out, i, sizeof(out));
+		if (rdmashare_send(rs, ac, out, sizeof(out)) ||
+		    rdmashare_recv(rs, ac, in, sizeof(in), 20000) != MSG || memcmp(in, out, MSG))
+			return -1;
+	}
+	return now_ms() - t;
+}
+
+TEST_F_TIMEOUT(wk, starved_poller, 240)
+{
+	struct sockaddr_in sin = addr_of(PORT + 6);
+	double base, loaded;
+	pid_t echo, poller, spin;
+	cpu_set_t cpus;
+	struct raw c;
+	int ac;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs two CPUs");
+	CPU_ZERO(&cpus);
+	CPU_SET(1, &cpus);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpus), &cpus));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/busy_poll_us", "10000"));
+	echo = rs_fork_ready(echo_server, PORT + 6);
+	ASSERT_LT(0, echo);
+	ASSERT_EQ(0, raw_open(&c, 0, 64));
+	ac = rdmashare_connect(c.rs, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, ac);
+	ASSERT_LT(0, round_trips(c.rs, ac, 20));
+	base = round_trips(c.rs, ac, 200);
+	ASSERT_LT(0, base);
+
+	poller = rs_fork_ready(starved_poller, PORT + 7);
+	ASSERT_LT(0, poller);
+	spin = rs_fork_ready(spinner, 0);
+	ASSERT_LT(0, spin);
+	loaded = round_trips(c.rs, ac, 200);
+	kill(spin, SIGKILL);
+	kill(poller, SIGKILL);
+	waitpid(spin, NULL, 0);
+	waitpid(poller, NULL, 0);
+	TH_LOG("200 round trips: %.0f ms alone, %.0f ms beside a starved poller (%.2fx)",
+	       base, loaded, loaded / base);
+	EXPECT_LT(0, loaded);
+	EXPECT_GT(4 * base + 200, loaded);
+	ASSERT_EQ(0, rdmashare_close_ac(c.rs, ac));
+	ASSERT_EQ(0, rdmashare_flush(c.rs, 10000));
+	raw_close(&c);
+	EXPECT_EQ(0, rs_wait_child(echo));
 }
 
 TEST_HARNESS_MAIN
