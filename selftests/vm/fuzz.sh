@@ -4,12 +4,13 @@
 # make fuzz: the ABI fuzzer (selftests/rsfuzz.c) long, with a random seed
 # (or RS_FUZZ_SEED), on Debian's stock 6.12 (RS_FUZZ_CALLS, default 10^6
 # calls) and on the debug kernel (RS_FUZZ_DEBUG_CALLS, default 10^5), each
-# in a guest of its own.  Prints the seed and the calls made; fails if a
-# worker hangs or dies, if the module stops carrying messages or keeps ACs
-# after every file closed, or on the guest's verdict (a kernel splat, KASAN,
-# lockdep, a kmemleak report, a failed unload).  Builds what it needs, as
-# make check does.  Not part of make check (which runs a short fixed-seed
-# round, rdmashare_fuzz_test): about 20-40 minutes.
+# in a guest of its own, with device removal on the guest's spare link
+# (RS_TEST_NETDEV, default veth1).  Prints the seed and the calls made;
+# fails if a worker hangs or dies, if the module stops carrying messages or
+# keeps ACs after every file closed, or on the guest's verdict (a kernel
+# splat, KASAN, lockdep, a kmemleak report, a failed unload).  Builds what
+# it needs, as make check does.  Not part of make check (which runs a short
+# fixed-seed round, rdmashare_fuzz_test): about 20-40 minutes.
 
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -33,7 +34,8 @@ echo "[fuzz] seed $seed"
 run() {
 	local kernel=$1 module=$2 n=$3 log=$B/fuzz-$1.log
 	bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" --timeout 7200 \
-		-- "$RS_TOP/selftests/build/rsfuzz" -s "$seed" -n "$n" -p 3 -t 6000 >"$log" 2>&1
+		-- "$RS_TOP/selftests/build/rsfuzz" -s "$seed" -n "$n" -p 3 -t 6000 \
+		-d "${RS_TEST_NETDEV:-veth1}" >"$log" 2>&1
 	local rc=$?
 	grep '^# rsfuzz' "$log" | sed "s/^/[fuzz] $kernel: /"
 	if [ $rc -ne 0 ] || ! grep -q '^# rsfuzz: ok' "$log"; then
