@@ -764,7 +764,7 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	if (ac->af)
 		rs_acfile_drain(ac);
 	if (!ac->af && rs_ac_received(ac))
-		rs_ac_post_closed(ac, ret, RDMASHARE_CQE_F_DISCARD, true);
+		rs_ac_post_closed(ac, -ECONNABORTED, RDMASHARE_CQE_F_DISCARD, true);
 	else
 		rs_ac_del_from_file(ac);
 	rs_ac_put(ac);

@@ -30,8 +30,9 @@
  * not its struct file: when the maker's last descriptor goes (the process
  * exits), its listeners and other ACs close at once, while an AC file, open
  * or closed with data still to send, goes on (rs_file_release()).  A closed
- * one's data waits for the peer's credits rs_linger_ms at most; then the
- * AC is reset (rs_acfile_linger()), as TCP bounds an orphaned socket.
+ * one's data waits for the peer's credits rs_linger_ms at most; then it is
+ * dropped and the AC closed (rs_acfile_linger()), as TCP bounds an
+ * orphaned socket.
  */
 #include <linux/anon_inodes.h>
 #include <linux/bitmap.h>

@@ -20,8 +20,8 @@
  * poller) or queues the work again (the work) when it lets go, and the
  * last busy poller to stop queues the work if an event is still
  * unanswered.  Every event queues the work, busy pollers or not: a poller
- * may be off the CPU (preempted, throttled), and the QP is every tenant's
- * (second review, finding 5).  For the same reason a thread that the
+ * may be off the CPU (preempted, throttled), and the QP is every tenant's.
+ * For the same reason a thread that the
  * scheduler runs last (SCHED_IDLE, or a positive nice value) does not
  * busy-poll at all: while it holds the CQ for a batch, nobody else polls.
  *

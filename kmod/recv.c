@@ -326,9 +326,9 @@ void rs_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	/*
 	 * rdmashare never sends with invalidate: a peer that names a file's
-	 * rkey so undoes the region every peer places into (finding 8 of the
-	 * second review).  It loses its QP; the region is registered again
-	 * with the next CONNECT or ACCEPT that names it.
+	 * rkey so undoes the region every peer places into.  It loses its QP;
+	 * the region is registered again with the next CONNECT or ACCEPT that
+	 * names it.
 	 */
 	if (wc->wc_flags & IB_WC_WITH_INVALIDATE) {
 		pr_warn_ratelimited("%s: QP %u: the peer invalidated rkey %#x\n",

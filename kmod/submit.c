@@ -152,7 +152,7 @@ static bool rs_sq_need_wakeup(struct rs_file *rf)
  * SQEs a completion consumes for a file at most, in the shared QP's
  * completion handler; the file's own work item takes the rest, up to
  * RS_SQ_WORK_ROUNDS such batches, after which the application must enter
- * the kernel itself (second review, finding 6).
+ * the kernel itself.
  */
 #define RS_SQ_POLL_BUDGET	64
 #define RS_SQ_WORK_ROUNDS	16

@@ -276,8 +276,9 @@ enum {
  * own completion (res -EPIPE if the peer closed first) ends it, and every
  * CLOSE completion frees the id.
  *
- * An AC that a listener's backlog held when the listener closed was never
- * the application's; if it received chunks, they are in the CQ under its
+ * An AC that a listener's backlog held when the listener closed, or that a
+ * CONNECT opened just as it gave up (timeout, signal), was never the
+ * application's; if it received chunks, they are in the CQ under its
  * id, and its CLOSED completion, flagged RDMASHARE_CQE_F_DISCARD (res
  * -ECONNABORTED), comes after them and before the id can name a new AC.
  * The application releases their slots and forgets them; it does not close
