@@ -176,11 +176,16 @@ out_free:
 }
 
 /*
- * Process context, the QP destroyed (its drain done: every completion that
- * mattered was handled).  No poller touches the CQ after this.
+ * Process context, the QP's drain done (every completion that mattered was
+ * handled), before the QP is destroyed: the batch that handled the drain's
+ * completion may hold more of the QP's, which read the QP (wc->qp).  No
+ * poller touches the CQ after this; what it still holds is dropped.
  */
-void rs_cq_destroy(struct rs_qp *qp)
+void rs_cq_stop(struct rs_qp *qp)
 {
+	/* Only the teardown marks the CQ dead, once. */
+	if (test_bit(RS_CQ_DEAD, &qp->poll_state))
+		return;
 	xa_erase(&rs_cq_ids, qp->poll_id);
 	WRITE_ONCE(qp->poll_id, 0);
 	/* A busy poller queues the work under the lock, before this or never. */
@@ -192,6 +197,12 @@ void rs_cq_destroy(struct rs_qp *qp)
 	/* A busy poller holds it for a batch at most. */
 	while (test_and_set_bit_lock(RS_CQ_OWNED, &qp->poll_state))
 		usleep_range(50, 100);
+}
+
+/* Process context, the QP destroyed. */
+void rs_cq_destroy(struct rs_qp *qp)
+{
+	rs_cq_stop(qp);
 	ib_destroy_cq(qp->cq);
 	qp->cq = NULL;
 	/* No event now: a work queued before finds the CQ dead. */

@@ -536,6 +536,8 @@ static void rs_qp_down_work(struct work_struct *work)
 		ib_drain_sq(qp->qp);
 
 	had_qp = qp->qp;
+	if (qp->cq)
+		rs_cq_stop(qp);
 	if (qp->qp)
 		ib_destroy_qp(qp->qp);
 	qp->qp = NULL;

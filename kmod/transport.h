@@ -658,6 +658,7 @@ void rs_qps_down_device(struct rs_device *rdev);
 
 /* poll.c: a QP's CQ */
 int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev);
+void rs_cq_stop(struct rs_qp *qp);
 void rs_cq_destroy(struct rs_qp *qp);
 void rs_file_note_qp(struct rs_file *rf, struct rs_qp *qp);
 int rs_poll_init(void);
