@@ -76,7 +76,7 @@ struct rs_file *rs_file_alloc(void)
 	spin_lock_init(&rf->files_lock);
 	INIT_LIST_HEAD(&rf->rx_wanting);
 	INIT_LIST_HEAD(&rf->rx_lenders);
-	INIT_LIST_HEAD(&rf->dma_maps);
+	rs_dma_maps_init(rf);
 	return rf;
 }
 
@@ -539,6 +539,8 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 	kref_get(&ac->ref);		/* the port table's */
 	WRITE_ONCE(ac->handed_out, true);
 	l->ac = ac->fid;
+	/* Its ACs' first messages go from the completion handler. */
+	rs_dma_maps_prepare(rf);
 out_put:
 	rs_ac_put(ac);
 	return ret;
@@ -592,8 +594,10 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
  * -ECONNRESET if the QP is down already, -ECONNABORTED if the AC was closed
  * meanwhile (its file is going away), -ENOBUFS if a version 1 or 2 AC finds
  * no slot.  From version 4 on, the file's data area is mapped for the QP's
- * device now: the first CONNECT or ACCEPT names the slots' rkey, and the
- * chunks go in place from the start.
+ * device by now, if it can be: the first CONNECT or ACCEPT names the slots'
+ * rkey, and the chunks go in place from the start.  A CONNECT maps it here,
+ * in the caller's context; an ACCEPT, sent from the completion handler,
+ * finds what the LISTEN mapped (memreg.c).
  *
  * The AC's state is checked under its file's ac_lock, which rs_ac_do_close()
  * holds to close it: either the close sees ac->qp set and rs_ac_finish()
@@ -609,8 +613,10 @@ static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 	if (!spare)
 		return -ENOMEM;
 	/* Without a mapping (no memory), chunks are copied. */
-	if (qp->version >= 4)
+	if (qp->version >= 4 && ctrl == RS_CTRL_CONNECT)
 		map = rs_dma_map_get(ac->rf, qp->rdev);
+	else if (qp->version >= 4)
+		map = rs_dma_map_find(ac->rf, qp->rdev);
 	mutex_lock(&ac->rf->ac_lock);
 	spin_lock_irq(&ac->rf->rx_lock);
 	spin_lock(&qp->lock);

@@ -5,10 +5,18 @@
  *
  * The data area is kernel pages (area.c), so the device may read it without
  * pinning anything of the process: each page is DMA-mapped once per (file,
- * device), the first time the file sends a chunk large enough to go from
- * the data area itself (sender.c), and the mapping lasts as long as the
- * file (rtrs's client and nvme-rdma post such pages as SGEs with the PD's
- * local DMA lkey; no memory region is needed for the device to read them).
+ * device), and the mapping lasts as long as the file (rtrs's client and
+ * nvme-rdma post such pages as SGEs with the PD's local DMA lkey; no memory
+ * region is needed for the device to read them).
+ *
+ * Mapping a data area takes a call per page and a memory region over the
+ * slots: milliseconds for a large one, too long for a shared QP's
+ * completion handler, whose time is every tenant's.  So it is done in the
+ * file's own calls: a CONNECT maps for its QP's device, a LISTEN for every
+ * device there is (its ACCEPTs are sent from the handler).  Elsewhere a
+ * mapping is only looked up (rs_dma_map_find()); one that is missing (a
+ * device added since the LISTEN, a version 3 QP, no memory) is made by the
+ * file's map work meanwhile, and chunks are copied until it is there.
  * A SEND names its payload in an SGE per run of pages that the device sees
  * contiguous (rxe reads page_address(); without an IOMMU that is the runs
  * area.c allocates), a page each at worst.
@@ -187,6 +195,75 @@ struct rs_dma_map *rs_dma_map_get(struct rs_file *rf, struct rs_device *rdev)
 out_unlock:
 	mutex_unlock(&rs_dma_maps_lock);
 	return map;
+}
+
+/**
+ * rs_dma_map_find() - @rf's data area as @rdev sees it, if it is mapped
+ * @rf: a file whose rings are set up
+ * @rdev: a device one of its ACs uses
+ *
+ * Never maps, and never waits for a mapping under way: if the mapping is
+ * not there (or cannot be looked at now), the file's map work is asked to
+ * make it, and the caller copies meanwhile.  Any context that may sleep,
+ * a completion handler included.
+ *
+ * Return: the mapping, as rs_dma_map_get() gives it, or NULL.
+ */
+struct rs_dma_map *rs_dma_map_find(struct rs_file *rf, struct rs_device *rdev)
+{
+	struct rs_dma_map *map;
+
+	if (mutex_trylock(&rs_dma_maps_lock)) {
+		list_for_each_entry(map, &rf->dma_maps, file_node) {
+			if (map->rdev == rdev) {
+				mutex_unlock(&rs_dma_maps_lock);
+				return map;
+			}
+		}
+		mutex_unlock(&rs_dma_maps_lock);
+	}
+	if (READ_ONCE(rdev->dma_maps_gone) || READ_ONCE(rf->closing))
+		return NULL;
+	kref_get(&rf->ref);
+	if (!queue_work(rs_wq, &rf->map_work))
+		rs_file_put(rf);
+	return NULL;
+}
+
+/**
+ * rs_dma_maps_prepare() - map @rf's data area for every device
+ * @rf: a file whose rings are set up
+ *
+ * Process context (a LISTEN, or the file's map work).  A device added later
+ * is mapped for when an AC first looks for it (rs_dma_map_find()).
+ */
+void rs_dma_maps_prepare(struct rs_file *rf)
+{
+	struct rs_device *rdev;
+
+	/* Listed devices are not removed yet: rs_ib_remove() unlists first. */
+	mutex_lock(&rs_devices_lock);
+	list_for_each_entry(rdev, &rs_devices, list) {
+		if (READ_ONCE(rf->closing))
+			break;
+		rs_dma_map_get(rf, rdev);
+	}
+	mutex_unlock(&rs_devices_lock);
+}
+
+static void rs_dma_map_work(struct work_struct *work)
+{
+	struct rs_file *rf = container_of(work, struct rs_file, map_work);
+
+	rs_dma_maps_prepare(rf);
+	rs_file_put(rf);
+}
+
+/* Called by rs_file_alloc(). */
+void rs_dma_maps_init(struct rs_file *rf)
+{
+	INIT_LIST_HEAD(&rf->dma_maps);
+	INIT_WORK(&rf->map_work, rs_dma_map_work);
 }
 
 /* The file is freed: nothing of its mappings is in use any more. */

@@ -161,8 +161,9 @@ struct rs_rings {
  * @slots: state of each slot
  * @rx_free: free slots, a stack of indices; @nr_rx_free entries
  * @map_size: bytes of @data: the application's part, then the slots
- * @dma_maps: @data mapped for each device its ACs sent large chunks on
- *	(rs_dma_map.file_node, memreg.c)
+ * @dma_maps: @data mapped for each device its ACs use (rs_dma_map.file_node,
+ *	memreg.c)
+ * @map_work: maps @data for the devices, out of the completion handlers
  * @files_offset: where the file area starts in @data: the send buffers of
  *	the AC files the file makes (acfile.c), after the slots, not mapped
  * @files_pages: pages of the file area
@@ -233,6 +234,7 @@ struct rs_file {
 	u32 nr_rx_free;
 	size_t map_size;
 	struct list_head dma_maps;
+	struct work_struct map_work;
 
 	size_t files_offset;
 	u32 files_pages;

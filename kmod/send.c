@@ -29,9 +29,11 @@ int rs_ac_queue(struct rs_ac *ac, struct rs_send *op, bool *dup_close)
 	/*
 	 * Its chunks over pullup_max go from the data area in place, once it
 	 * is mapped for the device (sender.c); without a mapping, copied.
-	 * Not for an AC that cannot send (checked again below, under the
-	 * lock): its device may be gone, and the QP's reference keeps only
-	 * rdev's memory, in which dma_maps_gone says so.
+	 * Only looked up: this may be a shared QP's completion handler
+	 * consuming the SQ (memreg.c).  Not for an AC that cannot send
+	 * (checked again below, under the lock): its device may be gone, and
+	 * the QP's reference keeps only rdev's memory, in which
+	 * dma_maps_gone says so.
 	 */
 	if (op->opcode == RDMASHARE_OP_SEND && !ac->map &&
 	    op->len > READ_ONCE(rs_pullup_max) &&
@@ -39,7 +41,7 @@ int rs_ac_queue(struct rs_ac *ac, struct rs_send *op, bool *dup_close)
 	    READ_ONCE(ac->qp->state) != RS_QP_DOWN) {
 		rdev = READ_ONCE(ac->qp->rdev);
 		if (rdev)
-			map = rs_dma_map_get(ac->rf, rdev);
+			map = rs_dma_map_find(ac->rf, rdev);
 	}
 
 	spin_lock_irq(&ac->qp->lock);

@@ -666,6 +666,9 @@ void rs_poll_exit(void);
 
 /* memreg.c */
 struct rs_dma_map *rs_dma_map_get(struct rs_file *rf, struct rs_device *rdev);
+struct rs_dma_map *rs_dma_map_find(struct rs_file *rf, struct rs_device *rdev);
+void rs_dma_maps_prepare(struct rs_file *rf);
+void rs_dma_maps_init(struct rs_file *rf);
 void rs_dma_maps_free(struct rs_file *rf);
 void rs_dma_maps_device_gone(struct rs_device *rdev);
 u32 rs_dma_map_nr_sges(const struct rs_dma_map *map, u64 off, u32 len);

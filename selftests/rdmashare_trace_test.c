@@ -9,6 +9,9 @@
  * credits the senders needed.
  * keepalive: with keepalive_ms 100 both QPs of an idle AC send KEEPALIVEs
  * ten times a second; with 0 they stop at once.
+ * accept_maps_nothing: a completion handler does not map a data area (the
+ * second review, finding 6): the longest run of the QPs' completion work
+ * while a listener with 256 MiB accepts is about that of one with 1 MiB.
  */
 #include <arpa/inet.h>
 
@@ -220,26 +223,35 @@ TEST_F_TIMEOUT(tr, events, 180)
 	free(trace);
 }
 
+/* Two handles with an AC between them on @port; 0, or -1 if one failed. */
+static int ac_pair(unsigned int port, struct rdmashare **c, struct rdmashare **s,
+		   int *cac, int *sac)
+{
+	struct sockaddr_in sin = addr_of(port);
+	int l;
+
+	*c = rs_open_setup(1 << 20, 16);
+	*s = rs_open_setup(1 << 20, 16);
+	if (!*c || !*s)
+		return -1;
+	l = rdmashare_listen(*s, port, 4);
+	if (l < 0)
+		return -1;
+	*cac = rdmashare_connect(*c, (struct sockaddr *)&sin, 20000);
+	*sac = *cac < 0 ? -1 : rdmashare_accept(*s, l, 20000);
+	return *sac < 0 ? -1 : 0;
+}
+
 TEST_F_TIMEOUT(tr, keepalive, 120)
 {
-	struct sockaddr_in sin = addr_of(PORT + 1);
-	struct rdmashare *c, *s;
-	int l, cac, sac, n;
+	struct rdmashare *c = NULL, *s = NULL;
+	int cac, sac, n;
 	char *trace;
 
 	if (access(POST_EVENT, W_OK))
 		SKIP(return, "no rdmashare events in tracefs at " TRACING);
 	EXPECT_STREQ("2000", self->keepalive);
-	c = rs_open_setup(1 << 20, 16);
-	s = rs_open_setup(1 << 20, 16);
-	ASSERT_NE(NULL, c);
-	ASSERT_NE(NULL, s);
-	l = rdmashare_listen(s, PORT + 1, 4);
-	ASSERT_LE(0, l);
-	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
-	ASSERT_LE(0, cac);
-	sac = rdmashare_accept(s, l, 20000);
-	ASSERT_LE(0, sac);
+	ASSERT_EQ(0, ac_pair(PORT + 1, &c, &s, &cac, &sac));
 
 	/* At once, on the QPs already up. */
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/keepalive_ms", "100"));
@@ -265,6 +277,121 @@ TEST_F_TIMEOUT(tr, keepalive, 120)
 	ASSERT_NE(NULL, trace);
 	EXPECT_EQ(0, count(trace, "rdmashare_msg_post", " KEEPALIVE "));
 	free(trace);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+#define WQ_EVENTS	TRACING "/events/workqueue"
+
+/*
+ * The longest run of the QPs' completion work (rs_cq_work) in @trace, in
+ * microseconds: from each workqueue_execute_start to the end of the same
+ * work item (a work item never runs twice at once).  -1 if none ran.
+ */
+static double longest_cq_work(const char *trace)
+{
+	static const char start[] = ": workqueue_execute_start: work struct ";
+	static const char end[] = ": workqueue_execute_end: work struct ";
+	const char *p, *eol, *w, *t;
+	char work[2][32] = { "", "" };
+	double began[2] = { 0 }, ts, longest = -1;
+	int i, n;
+
+	for (p = trace; *p; p = *eol ? eol + 1 : eol) {
+		eol = strchr(p, '\n') ?: p + strlen(p);
+		if (!memmem(p, eol - p, "function rs_cq_work", 19))
+			continue;
+		w = memmem(p, eol - p, start, sizeof(start) - 1);
+		n = sizeof(start) - 1;
+		if (!w) {
+			w = memmem(p, eol - p, end, sizeof(end) - 1);
+			n = sizeof(end) - 1;
+		}
+		if (!w)
+			continue;
+		/* The timestamp is the word before the event's name. */
+		for (t = w; t > p && t[-1] != ' '; t--)
+			;
+		ts = strtod(t, NULL) * 1e6;
+		w += n;
+		/* One QP pair to this host: at most two CQ works. */
+		if (n == sizeof(start) - 1) {
+			i = work[0][0] && strncmp(work[0], w, strcspn(w, ":")) ? 1 : 0;
+			snprintf(work[i], sizeof(work[i]), "%.*s", (int)strcspn(w, ":"), w);
+			began[i] = ts;
+			continue;
+		}
+		for (i = 0; i < 2; i++) {
+			if (work[i][0] && !strncmp(work[i], w, strcspn(w, ":")) && began[i]) {
+				if (ts - began[i] > longest)
+					longest = ts - began[i];
+				began[i] = 0;
+			}
+		}
+	}
+	return longest;
+}
+
+/*
+ * A listener of @size bytes of data area accepts one AC from @c on
+ * @port: the longest CQ work run while it does, in microseconds.
+ */
+static double accept_cq_work(struct rdmashare *c, size_t size, unsigned int port)
+{
+	struct sockaddr_in sin = addr_of(port);
+	struct rdmashare *s;
+	double longest = -1;
+	int l, cac, sac;
+	char *trace;
+
+	s = rs_open_setup(size, 16);
+	if (!s)
+		return -1;
+	l = rdmashare_listen(s, port, 4);
+	if (l < 0 || clear_trace() || rs_write_file(WQ_EVENTS "/enable", "1"))
+		goto out;
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	sac = rdmashare_accept(s, l, 20000);
+	rs_write_file(WQ_EVENTS "/enable", "0");
+	if (cac < 0 || sac < 0)
+		goto out;
+	trace = read_trace();
+	if (trace)
+		longest = longest_cq_work(trace);
+	free(trace);
+	rdmashare_close_ac(c, cac);
+out:
+	rdmashare_close(s);
+	return longest;
+}
+
+TEST_F_TIMEOUT(tr, accept_maps_nothing, 180)
+{
+	double small = 1e9, large = 1e9, t;
+	struct rdmashare *c = NULL, *s = NULL;
+	int cac, sac, i;
+
+	if (access(WQ_EVENTS "/enable", W_OK))
+		SKIP(return, "no workqueue events in tracefs at " TRACING);
+	/* The QPs up first, to see only the accepts. */
+	ASSERT_EQ(0, ac_pair(PORT + 2, &c, &s, &cac, &sac));
+
+	/*
+	 * Interleaved, the least of three each: mapping costs every time (a
+	 * new file each), a guest's noise only now and then.
+	 */
+	for (i = 0; i < 3; i++) {
+		t = accept_cq_work(c, 1 << 20, PORT + 3);
+		ASSERT_LT(0, t);
+		small = t < small ? t : small;
+		t = accept_cq_work(c, 256 << 20, PORT + 3);
+		ASSERT_LT(0, t);
+		large = t < large ? t : large;
+	}
+	TH_LOG("longest CQ work while accepting: %.0f us with 1 MiB, %.0f us with 256 MiB",
+	       small, large);
+	/* Mapping 256 MiB in the handler took over ten times as long. */
+	EXPECT_GT(4 * small + 1500, large);
 	rdmashare_close(c);
 	rdmashare_close(s);
 }
