@@ -502,7 +502,8 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 	struct rs_ac *ac;
 	int ret;
 
-	if ((l->flags & ~RDMASHARE_LISTEN_FILES) || l->resv || l->ac)
+	if ((l->flags & ~RDMASHARE_LISTEN_FILES) || l->resv || l->ac ||
+	    memchr_inv(&l->file, 0, sizeof(l->file)) || l->max_files || l->rx_slots)
 		return -EINVAL;
 	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > READ_ONCE(rs_backlog_max))
 		return -EINVAL;

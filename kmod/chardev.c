@@ -39,7 +39,8 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 		      RDMASHARE_FEAT_SHUTDOWN | RDMASHARE_FEAT_AC_STATS |
 		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS |
 		      RDMASHARE_FEAT_SQ_WAKEUP | RDMASHARE_FEAT_CQ_OVERFLOW |
-		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES;
+		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES |
+		      RDMASHARE_FEAT_LISTEN_FD;
 	return 0;
 }
 
@@ -55,6 +56,9 @@ static int rs_ioctl_enter(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 
 static int rs_ioctl_listen(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
+	/* A listening file has a file of its own: this one is only the door. */
+	if (buf->listen.flags & RDMASHARE_LISTEN_FD)
+		return rs_lfile_listen(&buf->listen, nf);
 	return rs_ac_listen(filp->private_data, &buf->listen);
 }
 
@@ -239,7 +243,8 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, files_size) != 128);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 136);
 	BUILD_BUG_ON(sizeof(struct rdmashare_addr) != 24);
-	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 24);
+	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 48);
+	BUILD_BUG_ON(offsetof(struct rdmashare_listen, file) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_file_params) != 16);
 	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 56);
 	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 64);

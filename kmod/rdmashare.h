@@ -409,6 +409,7 @@ struct rs_new_file {
 };
 
 int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l);
+int rs_lfile_listen(struct rdmashare_listen *l, struct rs_new_file *nf);
 int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf);
 int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a, struct rs_new_file *nf);
 int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *s);

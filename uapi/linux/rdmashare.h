@@ -49,6 +49,7 @@ enum {
 #define RDMASHARE_FEAT_CQ_OVERFLOW	(1ULL << 8)	/* RDMASHARE_SQ_CQ_OVERFLOW */
 #define RDMASHARE_FEAT_SLOT_SIZE	(1ULL << 9)	/* RDMASHARE_SETUP_SLOT_SIZE */
 #define RDMASHARE_FEAT_AC_FILES	(1ULL << 10)	/* AC files: read, write, poll */
+#define RDMASHARE_FEAT_LISTEN_FD	(1ULL << 11)	/* RDMASHARE_LISTEN_FD */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -348,29 +349,6 @@ struct rdmashare_addr {
 	__u8 addr[16];
 };
 
-/* RDMASHARE_IOC_LISTEN flags */
-#define RDMASHARE_LISTEN_FILES		(1U << 0)	/* ACCEPT gives AC files */
-
-/**
- * struct rdmashare_listen - RDMASHARE_IOC_LISTEN
- * @size: sizeof(struct rdmashare_listen)
- * @flags: RDMASHARE_LISTEN_*
- * @port: service port to listen on, 1 to 65535, unique on the host
- * @backlog: connections waiting for ACCEPT, 1 to the max_backlog tunable
- * @ac: out: the listening AC
- * @resv: must be 0
- */
-struct rdmashare_listen {
-	__u32 size;
-	__u32 flags;
-	__u32 port;
-	__u32 backlog;
-	__u32 ac;
-	__u32 resv;
-};
-
-#define RDMASHARE_IOC_LISTEN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_LISTEN)
-
 /* struct rdmashare_file_params flags */
 #define RDMASHARE_FILE_NONBLOCK		(1U << 0)	/* the file is O_NONBLOCK */
 #define RDMASHARE_FILE_CLOEXEC		(1U << 1)	/* its descriptor: O_CLOEXEC */
@@ -393,7 +371,8 @@ struct rdmashare_listen {
  * closed AC's error (ECONNRESET when its QP went down) comes from read(2)
  * and write(2).  The AC keeps an id in the file that made it, but SQEs
  * cannot name it and none of its completions come to that file's CQ.  The
- * AC file holds the file that made it open.
+ * AC file keeps that file's memory (its receive slots and file area), not
+ * the file itself.
  */
 struct rdmashare_file_params {
 	__u32 flags;
@@ -401,6 +380,51 @@ struct rdmashare_file_params {
 	__u32 sndbuf;
 	__u32 resv;
 };
+
+/* RDMASHARE_IOC_LISTEN flags */
+#define RDMASHARE_LISTEN_FILES		(1U << 0)	/* ACCEPT gives AC files */
+#define RDMASHARE_LISTEN_FD		(1U << 1)	/* a listening file */
+
+/**
+ * struct rdmashare_listen - RDMASHARE_IOC_LISTEN
+ * @size: sizeof(struct rdmashare_listen)
+ * @flags: RDMASHARE_LISTEN_*
+ * @port: service port to listen on, 1 to 65535, unique on the host
+ * @backlog: connections waiting for ACCEPT, 1 to the max_backlog tunable
+ * @ac: out: the listening AC; 0 for a listening file
+ * @resv: must be 0
+ * @file: RDMASHARE_LISTEN_FD only: @file.flags the listening file's
+ *	(RDMASHARE_FILE_NONBLOCK, RDMASHARE_FILE_CLOEXEC); @file.fd out: its
+ *	descriptor; @file.sndbuf: the send buffer of each AC file it accepts,
+ *	as struct rdmashare_file_params says
+ * @max_files: RDMASHARE_LISTEN_FD only: AC files it gives that may exist
+ *	at once, 0 for 64 (each has its send buffer until its AC is freed,
+ *	after its close and its data sent); out: the number
+ * @rx_slots: RDMASHARE_LISTEN_FD only: receive slots its AC files share, 0
+ *	for the module's default; out: the number
+ *
+ * With RDMASHARE_LISTEN_FD, LISTEN makes a listening file, like a
+ * listening stream socket's descriptor, on any /dev/rdmashare file, set
+ * up or not: poll(2) reports EPOLLIN while a connection waits, and
+ * RDMASHARE_IOC_ACCEPT on it (with @listen_ac 0) gives the next one as an
+ * AC file; its last close stops listening.  It has memory of its own (the
+ * receive slots, and a file area of @max_files send buffers), charged as
+ * a SETUP of that size would be to the caller.  The fields after @resv
+ * must be 0 without the flag.
+ */
+struct rdmashare_listen {
+	__u32 size;
+	__u32 flags;
+	__u32 port;
+	__u32 backlog;
+	__u32 ac;
+	__u32 resv;
+	struct rdmashare_file_params file;
+	__u32 max_files;
+	__u32 rx_slots;
+};
+
+#define RDMASHARE_IOC_LISTEN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_LISTEN)
 
 /* RDMASHARE_IOC_CONNECT flags */
 #define RDMASHARE_CONNECT_FILE		(1U << 0)	/* give an AC file */
@@ -449,6 +473,14 @@ struct rdmashare_connect {
  *	RDMASHARE_LISTEN_FILES needs and any other refuses (EINVAL): the AC
  *	file (in: its flags and send buffer; out: its descriptor), with the
  *	errors of CONNECT's; otherwise must be 0
+ *
+ * On a listening file (RDMASHARE_LISTEN_FD): @listen_ac must be 0, and
+ * the answer is always an AC file (RDMASHARE_ACCEPT_FILE may be left out),
+ * whose flags are @file.flags alone, as accept4(2)'s, never the listening
+ * file's; @file.sndbuf must be 0 (the listening file's size is given);
+ * @ac is 0.  It waits unless the listening file is O_NONBLOCK or
+ * RDMASHARE_ACCEPT_NONBLOCK is given (-EAGAIN), and gets -ENOSPC while
+ * max_files AC files of the listening file still exist.
  */
 struct rdmashare_accept {
 	__u32 size;
