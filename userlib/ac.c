@@ -10,11 +10,13 @@
  * reaped by whichever call needs them and filed by AC.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "rdmashare.h"
 #include "internal.h"
@@ -569,6 +571,59 @@ int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
 		return ret;
 	ret = rs_ioctl(rs, RDMASHARE_IOC_CONNECT, &c);
 	return ret ? ret : c.file.fd;
+}
+
+/* @a as a sockaddr in @sa, cut to *@len bytes; *@len set to its whole size. */
+static void rs_addr_out(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len)
+{
+	struct sockaddr_storage ss = { .ss_family = a->family };
+	struct sockaddr_in6 *in6 = (void *)&ss;
+	struct sockaddr_in *in = (void *)&ss;
+	socklen_t n;
+
+	if (a->family == AF_INET) {
+		in->sin_port = htons(a->port);
+		memcpy(&in->sin_addr, a->addr, 4);
+		n = sizeof(*in);
+	} else {
+		in6->sin6_port = htons(a->port);
+		memcpy(&in6->sin6_addr, a->addr, 16);
+		n = sizeof(*in6);
+	}
+	memcpy(sa, &ss, n < *len ? n : *len);
+	*len = n;
+}
+
+int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int max_files,
+			unsigned int flags)
+{
+	struct rdmashare_listen l = {
+		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD, .port = port,
+		.backlog = backlog, .file = { .flags = flags }, .max_files = max_files,
+	};
+	int fd, ret;
+
+	/* Any /dev/rdmashare file makes one; the listening file needs none. */
+	fd = open(RDMASHARE_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, RDMASHARE_IOC_LISTEN, &l) < 0 ? -errno : l.file.fd;
+	close(fd);
+	return ret;
+}
+
+int rdmashare_accept_fd(int lfd, struct sockaddr *peer, socklen_t *peer_len,
+			unsigned int flags)
+{
+	struct rdmashare_accept a = {
+		.size = sizeof(a), .flags = RDMASHARE_ACCEPT_FILE, .file = { .flags = flags },
+	};
+
+	if (ioctl(lfd, RDMASHARE_IOC_ACCEPT, &a) < 0)
+		return -errno;
+	if (peer && peer_len)
+		rs_addr_out(&a.peer, peer, peer_len);
+	return a.file.fd;
 }
 
 int rdmashare_shutdown_file(int fd)

@@ -364,6 +364,44 @@ int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
 			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags);
 
 /**
+ * rdmashare_listen_fd() - a listening file on a service port
+ * @port: 1 to 65535, unique on the host
+ * @backlog: connections that may wait for rdmashare_accept_fd()
+ * @max_files: AC files it gives that may exist at once, 0 for 64
+ * @flags: the listening file's RDMASHARE_FILE_* (O_NONBLOCK: accepts do
+ *	not wait)
+ *
+ * A descriptor like a listening stream socket's: poll(2) reports POLLIN
+ * while a connection waits; close(2) stops listening.  It needs no handle
+ * (RDMASHARE_FEAT_LISTEN_FD); its memory (receive slots and max_files send
+ * buffers of 64 KiB) counts against RLIMIT_MEMLOCK.
+ *
+ * Return: its descriptor, or -EADDRINUSE, -EACCES (a port below 1024
+ * without CAP_NET_BIND_SERVICE), -ENOMEM (beyond RLIMIT_MEMLOCK), -EINVAL,
+ * -EMFILE, -ENOENT (no module), ...
+ */
+int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int max_files,
+			unsigned int flags);
+
+/**
+ * rdmashare_accept_fd() - a listening file's next connection, as an AC file
+ * @lfd: from rdmashare_listen_fd()
+ * @peer: if not NULL, gets the peer's address (struct sockaddr_in or
+ *	sockaddr_in6, port 0), cut to *@peer_len bytes
+ * @peer_len: in: @peer's size; out: the address's
+ * @flags: the AC file's RDMASHARE_FILE_*, never the listening file's (as
+ *	accept4(2)'s)
+ *
+ * Waits for one unless @lfd is O_NONBLOCK.
+ *
+ * Return: the AC file's descriptor, or -EAGAIN (none waits, @lfd
+ * non-blocking), -EINTR, -ENOSPC (max_files of its AC files exist),
+ * -EMFILE, -ENOTTY (not a listening file), ...
+ */
+int rdmashare_accept_fd(int lfd, struct sockaddr *peer, socklen_t *peer_len,
+			unsigned int flags);
+
+/**
  * rdmashare_shutdown_file() - an AC file sends no more
  * @fd: an AC file
  *
