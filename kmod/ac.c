@@ -46,7 +46,6 @@ static struct rs_actable rs_conns = RS_ACTABLE_INIT(rs_conns, true);
 static DEFINE_XARRAY(rs_ports);
 
 static void rs_ac_abort(struct rs_ac *ac);
-static void rs_ac_tell_closed(struct rs_ac *ac, bool answer);
 static void rs_ac_unquarantine(struct rs_ac *ac);
 
 /* ---- files ---- */
@@ -458,6 +457,9 @@ bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 		return false;
 	}
 	ac->error = error;
+	/* An AC file's pending error, until FILE_INFO takes it (SO_ERROR). */
+	if (ac->af && error)
+		WRITE_ONCE(ac->af->so_error, error);
 	WRITE_ONCE(ac->state, RS_AC_CLOSED);
 	/* Its ACCEPT or CONNECT, still running, says what the CQ gets. */
 	in_backlog = !list_empty(&ac->backlog_node) || ac->in_connect;
@@ -578,8 +580,7 @@ static int rs_addr_from_user(const struct rdmashare_addr *a,
 	return -EAFNOSUPPORT;
 }
 
-static void rs_addr_to_user(const struct sockaddr_storage *ss,
-			    struct rdmashare_addr *a)
+void rs_addr_to_user(const struct sockaddr_storage *ss, struct rdmashare_addr *a)
 {
 	memset(a, 0, sizeof(*a));
 	a->family = ss->ss_family;
@@ -587,6 +588,32 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
 		memcpy(a->addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
 	else
 		memcpy(a->addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+}
+
+/**
+ * rs_ac_addrs() - the addresses of @ac's two ends, as a socket names them
+ * @ac: an AC that connects or was accepted
+ * @local: gets this end's: the QP's address, with the service port for an
+ *	accepted AC; all 0 while the AC has no QP
+ * @peer: gets the peer's, with the service port for a connecting AC
+ */
+void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashare_addr *peer)
+{
+	struct rs_qp *qp = READ_ONCE(ac->qp);
+	bool connects = !ac->accepted;
+
+	memset(local, 0, sizeof(*local));
+	if (qp && qp->local.ss_family) {
+		rs_addr_to_user(&qp->local, local);
+		local->port = connects ? 0 : ac->port;
+	}
+	if (qp)
+		rs_addr_to_user(&qp->peer->addr, peer);
+	else if (ac->af)
+		rs_addr_to_user(&ac->af->conn_addr, peer);
+	else
+		memset(peer, 0, sizeof(*peer));
+	peer->port = connects ? ac->port : 0;
 }
 
 /*
@@ -604,7 +631,7 @@ static void rs_addr_to_user(const struct sockaddr_storage *ss,
  * holds to close it: either the close sees ac->qp set and rs_ac_finish()
  * unpins the AC, or the pin sees the AC closed and leaves it alone.
  */
-static int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
+int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 {
 	struct rs_dma_map *map = NULL;
 	struct rs_qp_group *spare;
@@ -689,23 +716,29 @@ static bool rs_ac_received(struct rs_ac *ac)
  * QP (an idle peer may take its QP down as the CONNECT goes out): a new
  * attempt builds a new QP.
  */
-static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
-			      const struct sockaddr_storage *ss, unsigned long deadline,
-			      struct rs_acfile_res *res, bool *retry)
+/**
+ * rs_ac_new_conn() - a new AC of @rf's that is to CONNECT to @port
+ * @rf: the file
+ * @port: the peer's service port
+ * @file: the AC is an AC file's
+ * @in_connect: the CONNECT's caller decides what the CQ gets (rs_ac.in_connect)
+ *
+ * In both tables, CONNECTING; not pinned to a QP yet.
+ *
+ * Return: the AC (the caller's reference), or an ERR_PTR().
+ */
+struct rs_ac *rs_ac_new_conn(struct rs_file *rf, u32 port, bool file, bool in_connect)
 {
-	struct rs_peer *peer;
-	struct rs_qp *qp;
 	struct rs_ac *ac;
-	long left;
 	int ret;
 
 	ac = rs_ac_alloc(rf, RS_AC_CONNECTING);
 	if (IS_ERR(ac))
-		return PTR_ERR(ac);
-	ac->port = c->peer.port;
-	ac->in_connect = true;
+		return ac;
+	ac->port = port;
+	ac->in_connect = in_connect;
 	/* An AC file's chunks go to it from the first. */
-	if (res) {
+	if (file) {
 		ret = rs_acfile_attach(ac);
 		if (ret)
 			goto out_discard;
@@ -716,6 +749,39 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	ret = rs_ac_add_conn(ac);
 	if (ret)
 		goto out_discard;
+	return ac;
+
+out_discard:
+	rs_ac_discard(ac);
+	rs_ac_put(ac);
+	return ERR_PTR(ret);
+}
+
+/*
+ * A new AC that was not pinned, and is closed for @error: its tables, and
+ * what it received (an AC file's), go.
+ */
+void rs_ac_abandon(struct rs_ac *ac, int error)
+{
+	rs_ac_do_close(ac, error, true);
+	if (ac->af)
+		rs_acfile_drain(ac);
+	rs_ac_del_from_file(ac);
+}
+
+static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
+			      const struct sockaddr_storage *ss, unsigned long deadline,
+			      struct rs_acfile_res *res, bool *retry)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+	struct rs_ac *ac;
+	long left;
+	int ret;
+
+	ac = rs_ac_new_conn(rf, c->peer.port, res, true);
+	if (IS_ERR(ac))
+		return PTR_ERR(ac);
 
 	mutex_lock(&rs_peers_lock);
 	peer = rs_peer_get((struct sockaddr *)ss);
@@ -786,12 +852,15 @@ out_discard:
 int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf)
 {
 	struct rs_acfile_res res, *file = NULL;
+	unsigned long deadline, timeout;
 	struct sockaddr_storage ss;
-	unsigned long deadline;
 	bool retry = false;
 	int ret;
 
-	if ((c->flags & ~RDMASHARE_CONNECT_FILE) || c->ac)
+	if ((c->flags & ~(RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_NONBLOCK)) || c->ac)
+		return -EINVAL;
+	/* Only an AC file can be had before the connection is made. */
+	if ((c->flags & RDMASHARE_CONNECT_NONBLOCK) && !(c->flags & RDMASHARE_CONNECT_FILE))
 		return -EINVAL;
 	ret = rs_addr_from_user(&c->peer, &ss);
 	if (ret)
@@ -807,9 +876,13 @@ int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new
 	} else if (memchr_inv(&c->file, 0, sizeof(c->file))) {
 		return -EINVAL;
 	}
-	deadline = jiffies + msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
+	timeout = msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
+	deadline = jiffies + timeout;
 
-	ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
+	if (c->flags & RDMASHARE_CONNECT_NONBLOCK)
+		ret = rs_ac_connect_nb(rf, c, &ss, timeout, file);
+	else
+		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
 	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {
 		retry = false;
 		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
@@ -1065,6 +1138,7 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
 	/* What the listener was set to (RDMASHARE_IOC_AC_SET) passes on. */
 	rs_sched_entity_init(&ac->se, NULL, READ_ONCE(l->se.dn.weight), READ_ONCE(l->se.band));
 	ac->port = l->port;
+	ac->accepted = true;
 	ac->remote_id = m->src_conn;
 	if (qp->version >= 4 && m->conn.credits) {
 		/* Nobody else sees the AC yet. */
@@ -1258,7 +1332,7 @@ void rs_ac_peer_close(struct rs_qp *qp, struct rs_ac *ac)
  * has not been told: unless its end closed first, or (@answer, version 4)
  * even then, as the answer that ends its quarantine.
  */
-static void rs_ac_tell_closed(struct rs_ac *ac, bool answer)
+void rs_ac_tell_closed(struct rs_ac *ac, bool answer)
 {
 	struct rs_qp *qp = ac->qp;
 	bool tell;

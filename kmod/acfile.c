@@ -133,6 +133,7 @@ int rs_acfile_attach(struct rs_ac *ac)
 	mutex_init(&af->write_lock);
 	spin_lock_init(&af->lock);
 	INIT_DELAYED_WORK(&af->linger, rs_acfile_linger);
+	rs_acfile_connect_init(af);
 	af->ac = ac;
 	ac->af = af;
 	return 0;
@@ -147,6 +148,7 @@ void rs_acfile_free(struct rs_ac *ac)
 		rs_acfile_free_pages(ac->rf, af->page, af->sndbuf_len >> PAGE_SHIFT);
 	mutex_destroy(&af->read_lock);
 	mutex_destroy(&af->write_lock);
+	mutex_destroy(&af->conn_lock);
 	kfree(af);
 }
 
@@ -255,6 +257,9 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
  */
 static int rs_acfile_rx_end(struct rs_ac *ac)
 {
+	/* Never opened (refused, timed out): its error, not an end. */
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED && !READ_ONCE(ac->remote_id))
+		return READ_ONCE(ac->error);
 	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed))
 		return 0;
 	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
@@ -274,23 +279,32 @@ static int rs_acfile_tx_err(struct rs_ac *ac)
 
 	if (err)
 		return err;
+	/* Closed with an error (refused, reset): that, before the end. */
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED && READ_ONCE(ac->error))
+		return READ_ONCE(ac->error);
 	if (READ_ONCE(ac->peer_closed) || READ_ONCE(ac->af->shut))
 		return -EPIPE;
 	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
-		return READ_ONCE(ac->error) ?: -EPIPE;
+		return -EPIPE;
 	return 0;
 }
 
-/* Room for a write: bytes of the send buffer and a write of the ring. */
-static bool rs_acfile_room(struct rs_acfile *af)
+/*
+ * Room for a write: bytes of the send buffer and a write of the ring, once
+ * the AC is connected (a non-blocking CONNECT gives the file before).
+ */
+static bool rs_acfile_room(struct rs_ac *ac)
 {
-	return READ_ONCE(af->tx_head) - READ_ONCE(af->tx_tail) < af->sndbuf_len &&
+	struct rs_acfile *af = ac->af;
+
+	return READ_ONCE(ac->state) != RS_AC_CONNECTING &&
+	       READ_ONCE(af->tx_head) - READ_ONCE(af->tx_tail) < af->sndbuf_len &&
 	       READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) < RS_ACFILE_OPS;
 }
 
 static bool rs_acfile_writable(struct rs_ac *ac)
 {
-	return rs_acfile_tx_err(ac) || rs_acfile_room(ac->af);
+	return rs_acfile_tx_err(ac) || rs_acfile_room(ac);
 }
 
 static ssize_t rs_acfile_read(struct file *filp, char __user *buf, size_t len, loff_t *ppos)
@@ -371,7 +385,7 @@ static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t
 		ret = rs_acfile_tx_err(ac);
 		if (ret)
 			break;
-		if (!rs_acfile_room(af)) {
+		if (!rs_acfile_room(ac)) {
 			if (filp->f_flags & O_NONBLOCK) {
 				ret = -EAGAIN;
 				break;
@@ -451,11 +465,10 @@ static __poll_t rs_acfile_poll(struct file *filp, poll_table *wait)
 		mask |= EPOLLRDHUP;
 	if (rs_acfile_writable(ac))
 		mask |= EPOLLOUT | EPOLLWRNORM;
-	if (READ_ONCE(ac->state) == RS_AC_CLOSED) {
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
 		mask |= EPOLLHUP;
-		if (READ_ONCE(ac->error))
-			mask |= EPOLLERR;
-	}
+	if (READ_ONCE(ac->af->so_error))
+		mask |= EPOLLERR;
 	return mask;
 }
 
@@ -469,6 +482,8 @@ static int rs_acfile_release(struct inode *inode, struct file *filp)
 	struct rs_ac *ac = filp->private_data;
 	struct rs_send *op = &ac->af->close_op;
 
+	/* A CONNECT still under way ends here (ECONNABORTED). */
+	rs_acfile_connect_stop(ac);
 	rs_acfile_drain(ac);
 	op->opcode = RDMASHARE_OP_CLOSE;
 	op->file = true;
@@ -545,10 +560,58 @@ static int rs_acfile_stats(struct file *filp, union rs_ioctl_buf *buf,
 	return ret;
 }
 
+/* Bytes a read would return now. */
+static u32 rs_acfile_rx_bytes(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	struct rs_acfile *af = ac->af;
+	u32 i, idx, n = 0;
+
+	spin_lock_irq(&rf->rx_lock);
+	for (i = 0, idx = af->rx_head; i < af->rx_n; i++, idx = rf->slots[idx].next)
+		n += rf->slots[idx].len;
+	n -= af->rx_n ? af->rx_cursor : 0;
+	spin_unlock_irq(&rf->rx_lock);
+	return n;
+}
+
+/* RDMASHARE_IOC_FILE_INFO: a socket's SO_ERROR, names and queues. */
+static int rs_acfile_info(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
+{
+	struct rdmashare_file_info *fi = &buf->file_info;
+	struct rs_ac *ac = filp->private_data;
+	struct rs_acfile *af = ac->af;
+
+	if ((fi->flags & ~RDMASHARE_INFO_TAKE_ERROR) || memchr_inv(fi->resv, 0, sizeof(fi->resv)))
+		return -EINVAL;
+	if (fi->flags & RDMASHARE_INFO_TAKE_ERROR)
+		fi->error = xchg(&af->so_error, 0);
+	else
+		fi->error = READ_ONCE(af->so_error);
+	switch (READ_ONCE(ac->state)) {
+	case RS_AC_CONNECTING:
+		fi->state = RDMASHARE_AC_STATE_CONNECTING;
+		break;
+	case RS_AC_OPEN:
+		fi->state = RDMASHARE_AC_STATE_OPEN;
+		break;
+	default:
+		fi->state = RDMASHARE_AC_STATE_CLOSED;
+		break;
+	}
+	rs_ac_addrs(ac, &fi->local, &fi->peer);
+	fi->rx_bytes = rs_acfile_rx_bytes(ac);
+	spin_lock_irq(&af->lock);
+	fi->tx_bytes = af->tx_head - af->tx_tail;
+	spin_unlock_irq(&af->lock);
+	return 0;
+}
+
 static const struct rs_ioctl_op rs_acfile_ioctl_ops[] = {
 	RS_IOCTL_OP(RDMASHARE_CMD_AC_SET, rs_acfile_set, struct rdmashare_ac_set, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_AC_STATS, rs_acfile_stats, struct rdmashare_ac_stats, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_SHUTDOWN, rs_acfile_shutdown, struct rdmashare_shutdown, flags),
+	RS_IOCTL_OP(RDMASHARE_CMD_FILE_INFO, rs_acfile_info, struct rdmashare_file_info, resv),
 };
 
 static long rs_acfile_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)

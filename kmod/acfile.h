@@ -7,8 +7,10 @@
 
 #include <linux/mutex.h>
 #include <linux/sizes.h>
+#include <linux/socket.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 
 #include "rdmashare.h"
@@ -50,6 +52,16 @@ struct rdmashare_file_params;
  * @shut_op: the SHUTDOWN of RDMASHARE_IOC_SHUTDOWN
  * @shut: @shut_op was queued (@write_lock)
  * @ops: the writes
+ * @so_error: the error the AC closed with, until RDMASHARE_IOC_FILE_INFO
+ *	takes it (a socket's SO_ERROR)
+ * @conn_lock: orders the steps of a non-blocking CONNECT, its timer and
+ *	the release (connect.c)
+ * @conn_addr: where it connects
+ * @conn_qp: the QP it waits for, with a reference, counted as a waiter
+ * @conn_wait: on @conn_qp's wait queue while it waits
+ * @conn_work: the next step, once @conn_qp is up or down
+ * @conn_timer: ends it at its deadline
+ * @conn_retried: it tried a second QP already
  *
  * The receive queue is under the file's rx_lock; the rest of the AC's
  * state (open, closed, the peer's end) is the AC's own.
@@ -79,6 +91,14 @@ struct rs_acfile {
 	struct rs_send shut_op;
 	bool shut;
 	struct rs_send ops[RS_ACFILE_OPS];
+	int so_error;
+	struct mutex conn_lock;		/* non-blocking CONNECT */
+	struct sockaddr_storage conn_addr;
+	struct rs_qp *conn_qp;
+	struct wait_queue_entry conn_wait;
+	struct work_struct conn_work;
+	struct delayed_work conn_timer;
+	bool conn_retried;
 };
 
 /*
@@ -104,5 +124,13 @@ void rs_acfile_deliver(struct rs_ac *ac, u32 idx, u32 len);
 void rs_acfile_wake(struct rs_ac *ac);
 void rs_acfile_drain(struct rs_ac *ac);
 void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res);
+
+/* connect.c: non-blocking CONNECT of AC files */
+struct rdmashare_connect;
+void rs_acfile_connect_init(struct rs_acfile *af);
+int rs_ac_connect_nb(struct rs_file *rf, struct rdmashare_connect *c,
+		     const struct sockaddr_storage *ss, unsigned long timeout,
+		     struct rs_acfile_res *res);
+void rs_acfile_connect_stop(struct rs_ac *ac);
 
 #endif /* _RDMASHARE_ACFILE_H */

@@ -40,7 +40,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 		      RDMASHARE_FEAT_DISCARD | RDMASHARE_FEAT_CQ_LIMITS |
 		      RDMASHARE_FEAT_SQ_WAKEUP | RDMASHARE_FEAT_CQ_OVERFLOW |
 		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES |
-		      RDMASHARE_FEAT_LISTEN_FD;
+		      RDMASHARE_FEAT_LISTEN_FD | RDMASHARE_FEAT_CONNECT_NONBLOCK;
 	return 0;
 }
 
@@ -251,6 +251,9 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_ac_set) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_shutdown) != 8);
+	BUILD_BUG_ON(sizeof(struct rdmashare_file_info) != 88);
+	BUILD_BUG_ON(offsetof(struct rdmashare_file_info, local) != 16);
+	BUILD_BUG_ON(offsetof(struct rdmashare_file_info, rx_bytes) != 64);
 	BUILD_BUG_ON(RDMASHARE_BAND_LATENCY != RS_BAND_LATENCY);
 	BUILD_BUG_ON(RDMASHARE_BAND_NORMAL != RS_BAND_NORMAL);
 	BUILD_BUG_ON(RDMASHARE_BAND_BULK != RS_BAND_BULK);

@@ -207,6 +207,14 @@ static int rs_cm_device_removal(struct rs_qp *qp, struct rdma_cm_id *id)
 	return 1;
 }
 
+/* @qp is connected: its address first, for whoever finds it up (rs_ac_addrs()). */
+static void rs_cm_established(struct rdma_cm_id *id, struct rs_qp *qp)
+{
+	if (!qp->local.ss_family)
+		memcpy(&qp->local, &id->route.addr.src_addr, sizeof(qp->local));
+	rs_qp_established(qp);
+}
+
 static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rs_qp *qp = id->context;
@@ -263,10 +271,10 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (ret)
 			rs_qp_down(qp, ret);
 		else
-			rs_qp_established(qp);
+			rs_cm_established(id, qp);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		rs_qp_established(qp);
+		rs_cm_established(id, qp);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -371,15 +379,13 @@ out_put:
 }
 
 /*
- * A QP to @peer that is up, connecting one if needed, waiting at most
- * @timeout jiffies.  Returns it with a reference, counted as a waiter
- * until the caller calls rs_qp_unwait(); or NULL and *@err.
+ * A QP to @peer, up or connecting (a new one if needed): with a reference,
+ * counted as a waiter until the caller calls rs_qp_unwait(); or NULL and
+ * *@err.  Its state changes wake qp->wait.
  */
-struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
+struct rs_qp *rs_qp_get(struct rs_peer *peer, int *err)
 {
 	struct rs_qp *qp;
-	bool down;
-	long left;
 	int ret;
 
 	mutex_lock(&rs_peers_lock);
@@ -388,7 +394,7 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 		kref_get(&qp->ref);
 		atomic_inc(&qp->nr_waiters);
 		mutex_unlock(&rs_peers_lock);
-		goto wait;
+		return qp;
 	}
 
 	ret = -ENOBUFS;
@@ -412,8 +418,46 @@ struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
 	kref_get(&qp->ref);		/* the connect work's */
 	queue_work(rs_wq, &qp->connect_work);
 	mutex_unlock(&rs_peers_lock);
+	return qp;
 
-wait:
+out_unlock:
+	mutex_unlock(&rs_peers_lock);
+	*err = ret;
+	return NULL;
+}
+
+/*
+ * A CONNECT that waited for @qp (a waiter still) timed out: rdma_cm may
+ * retry a REQ to a silent peer for minutes, so the QP goes down and the
+ * next CONNECT starts afresh, unless other CONNECTs still wait for it
+ * (theirs may be longer).
+ */
+void rs_qp_give_up(struct rs_qp *qp)
+{
+	bool down;
+
+	mutex_lock(&rs_peers_lock);
+	spin_lock_irq(&qp->lock);
+	down = qp->state == RS_QP_CONNECTING && atomic_read(&qp->nr_waiters) == 1;
+	spin_unlock_irq(&qp->lock);
+	if (down)
+		rs_qp_down(qp, -ETIMEDOUT);
+	mutex_unlock(&rs_peers_lock);
+}
+
+/*
+ * A QP to @peer that is up, connecting one if needed, waiting at most
+ * @timeout jiffies.  Returns it with a reference, counted as a waiter
+ * until the caller calls rs_qp_unwait(); or NULL and *@err.
+ */
+struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
+{
+	struct rs_qp *qp;
+	long left;
+
+	qp = rs_qp_get(peer, err);
+	if (!qp)
+		return NULL;
 	left = wait_event_interruptible_timeout(qp->wait, qp->state != RS_QP_CONNECTING,
 						timeout);
 	if (left > 0 && qp->state == RS_QP_UP)
@@ -422,28 +466,12 @@ wait:
 		*err = -EINTR;
 	} else if (!left) {
 		*err = -ETIMEDOUT;
-		/*
-		 * rdma_cm may retry a REQ to a silent peer for minutes: give
-		 * up on this QP so that the next CONNECT starts afresh, unless
-		 * other CONNECTs still wait for it (theirs may be longer).
-		 */
-		mutex_lock(&rs_peers_lock);
-		spin_lock_irq(&qp->lock);
-		down = qp->state == RS_QP_CONNECTING && atomic_read(&qp->nr_waiters) == 1;
-		spin_unlock_irq(&qp->lock);
-		if (down)
-			rs_qp_down(qp, -ETIMEDOUT);
-		mutex_unlock(&rs_peers_lock);
+		rs_qp_give_up(qp);
 	} else {
 		*err = qp->error ?: -ECONNRESET;
 	}
 	rs_qp_unwait(qp);
 	rs_qp_put(qp);
-	return NULL;
-
-out_unlock:
-	mutex_unlock(&rs_peers_lock);
-	*err = ret;
 	return NULL;
 }
 

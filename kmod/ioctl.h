@@ -23,6 +23,7 @@ union rs_ioctl_buf {
 	struct rdmashare_ac_set ac_set;
 	struct rdmashare_ac_stats ac_stats;
 	struct rdmashare_shutdown shutdown;
+	struct rdmashare_file_info file_info;
 };
 
 /*

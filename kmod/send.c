@@ -26,6 +26,9 @@ int rs_ac_queue(struct rs_ac *ac, struct rs_send *op, bool *dup_close)
 	struct rs_device *rdev;
 	int err = 0;
 
+	/* Not pinned to a QP yet: an AC file's CONNECT under way (connect.c). */
+	if (!READ_ONCE(ac->qp))
+		return READ_ONCE(ac->error) ?: -ENOTCONN;
 	/*
 	 * Its chunks over pullup_max go from the data area in place, once it
 	 * is mapped for the device (sender.c); without a mapping, copied.

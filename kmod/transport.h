@@ -173,6 +173,7 @@ enum rs_qp_state {
  * struct rs_qp - one shared RC QP towards a peer
  * @ref: references: the peer's list, each pinned AC, each posted TX
  * @peer: the peer (reference held)
+ * @local: this end's address, set once before the QP is up
  * @rdev: the device, once known (reference held: it may be removed first)
  * @cm_id: the rdma_cm id; destroyed by the teardown work, or by rdma_cm
  *	when the device goes while the QP connects (cleared then)
@@ -246,6 +247,7 @@ enum rs_qp_state {
 struct rs_qp {
 	struct kref ref;
 	struct rs_peer *peer;
+	struct sockaddr_storage local;
 	struct rs_device *rdev;
 	struct rdma_cm_id *cm_id;
 	struct ib_qp *qp;
@@ -431,6 +433,7 @@ struct rs_slot_fifo {
  *	gets an id, never changes after; its chunks and its end do not come
  *	to @rf's CQ, and SQEs cannot name it
  * @files: a listener whose ACs are AC files (RDMASHARE_LISTEN_FILES)
+ * @accepted: made by a listener (@port is this end's), not by a CONNECT
  *
  * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
  * @credit_stalls (times it came to have data and no credit) under
@@ -515,6 +518,7 @@ struct rs_ac {
 	u32 peer_stride;
 	struct rs_acfile *af;
 	bool files;
+	bool accepted;
 
 	u32 rx_reserved;
 	u32 rx_held;
@@ -634,6 +638,8 @@ int rs_cm_init(void);
 int rs_cm_listen(void);
 void rs_cm_unlisten(void);
 void rs_cm_exit(void);
+struct rs_qp *rs_qp_get(struct rs_peer *peer, int *err);
+void rs_qp_give_up(struct rs_qp *qp);
 struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
 void rs_qp_connect_work(struct work_struct *work);
 
@@ -731,6 +737,12 @@ void rs_listeners_show(struct seq_file *m);
 
 /* ac.c: an AC's life, for send.c and recv.c */
 struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid);
+int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl);
+void rs_ac_tell_closed(struct rs_ac *ac, bool answer);
+struct rs_ac *rs_ac_new_conn(struct rs_file *rf, u32 port, bool file, bool in_connect);
+void rs_ac_abandon(struct rs_ac *ac, int error);
+void rs_addr_to_user(const struct sockaddr_storage *ss, struct rdmashare_addr *a);
+void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashare_addr *peer);
 struct rs_ac *rs_ac_lookup_user(struct rs_file *rf, u32 fid);
 bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app);
 void rs_ac_cancel_closed(struct rs_ac *ac);

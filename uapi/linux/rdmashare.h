@@ -34,7 +34,8 @@ enum {
 	RDMASHARE_CMD_ACCEPT = 0x05,
 	RDMASHARE_CMD_AC_SET = 0x06,
 	RDMASHARE_CMD_AC_STATS = 0x07,
-	RDMASHARE_CMD_SHUTDOWN = 0x08
+	RDMASHARE_CMD_SHUTDOWN = 0x08,
+	RDMASHARE_CMD_FILE_INFO = 0x09
 };
 
 /* RDMASHARE_IOC_QUERY features */
@@ -50,6 +51,7 @@ enum {
 #define RDMASHARE_FEAT_SLOT_SIZE	(1ULL << 9)	/* RDMASHARE_SETUP_SLOT_SIZE */
 #define RDMASHARE_FEAT_AC_FILES	(1ULL << 10)	/* AC files: read, write, poll */
 #define RDMASHARE_FEAT_LISTEN_FD	(1ULL << 11)	/* RDMASHARE_LISTEN_FD */
+#define RDMASHARE_FEAT_CONNECT_NONBLOCK	(1ULL << 12)	/* and FILE_INFO */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -428,6 +430,7 @@ struct rdmashare_listen {
 
 /* RDMASHARE_IOC_CONNECT flags */
 #define RDMASHARE_CONNECT_FILE		(1U << 0)	/* give an AC file */
+#define RDMASHARE_CONNECT_NONBLOCK	(1U << 1)	/* give it at once */
 
 /**
  * struct rdmashare_connect - RDMASHARE_IOC_CONNECT
@@ -444,6 +447,14 @@ struct rdmashare_listen {
  * path), ENOBUFS (no receive slots or CQ room left in this file), EINTR,
  * EINVAL (unknown flags, a send buffer larger than the file area), ENOSPC
  * (no room left in the file area), EMFILE (no descriptor left).
+ *
+ * With RDMASHARE_CONNECT_NONBLOCK (and RDMASHARE_CONNECT_FILE, which it
+ * needs), CONNECT returns the AC file at once, as connect(2) on a
+ * non-blocking socket returns EINPROGRESS: poll(2) reports EPOLLOUT once
+ * the peer accepted, EPOLLERR and EPOLLHUP once the connection failed,
+ * with the error (those above, within @timeout_ms) pending for
+ * RDMASHARE_IOC_FILE_INFO; reads and writes wait (or EAGAIN) until then.
+ * Only errors before the AC file exists fail the ioctl itself.
  */
 struct rdmashare_connect {
 	__u32 size;
@@ -455,6 +466,41 @@ struct rdmashare_connect {
 };
 
 #define RDMASHARE_IOC_CONNECT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_CONNECT)
+
+/* RDMASHARE_IOC_FILE_INFO flags */
+#define RDMASHARE_INFO_TAKE_ERROR	(1U << 0)	/* clear @error: SO_ERROR */
+
+/**
+ * struct rdmashare_file_info - RDMASHARE_IOC_FILE_INFO, on an AC file
+ * @size: sizeof(struct rdmashare_file_info)
+ * @flags: RDMASHARE_INFO_*
+ * @error: out: the error the AC closed with (-errno), or 0; with
+ *	RDMASHARE_INFO_TAKE_ERROR it is cleared once read, as getsockopt(2)'s
+ *	SO_ERROR clears a socket's, and EPOLLERR with it
+ * @state: out: RDMASHARE_AC_STATE_* (CONNECTING while a non-blocking
+ *	CONNECT is under way)
+ * @local: out: this end's address (getsockname(2)): the address of the
+ *	shared QP, with the service port for an accepted AC, 0 for a
+ *	connecting one; all 0 before the AC has a QP
+ * @peer: out: the peer's address (getpeername(2)): with the service port
+ *	for a connecting AC, 0 for an accepted one
+ * @rx_bytes: out: bytes a read(2) would return now (FIONREAD)
+ * @tx_bytes: out: bytes written and not yet acknowledged (SIOCOUTQ)
+ * @resv: must be 0
+ */
+struct rdmashare_file_info {
+	__u32 size;
+	__u32 flags;
+	__s32 error;
+	__u32 state;
+	struct rdmashare_addr local;
+	struct rdmashare_addr peer;
+	__u32 rx_bytes;
+	__u32 tx_bytes;
+	__aligned_u64 resv[2];
+};
+
+#define RDMASHARE_IOC_FILE_INFO	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_FILE_INFO)
 
 /* RDMASHARE_IOC_ACCEPT flags */
 #define RDMASHARE_ACCEPT_NONBLOCK	(1U << 0)	/* -EAGAIN if none waits */
@@ -541,6 +587,7 @@ struct rdmashare_ac_set {
 #define RDMASHARE_AC_STATE_LISTEN	0
 #define RDMASHARE_AC_STATE_OPEN		1
 #define RDMASHARE_AC_STATE_CLOSED	2
+#define RDMASHARE_AC_STATE_CONNECTING	3
 
 /* RDMASHARE_IOC_AC_STATS status bits */
 #define RDMASHARE_AC_SHUT		(1U << 0)	/* SHUTDOWN or CLOSE queued */
