@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -184,6 +185,19 @@ static inline int rs_device_acs(void)
 	}
 	closedir(d);
 	return n;
+}
+
+/* Whether every AC on the devices is gone within @secs. */
+static inline bool rs_acs_gone(int secs)
+{
+	int i;
+
+	for (i = 0; i < secs * 10; i++) {
+		if (!rs_device_acs())
+			return true;
+		usleep(100000);
+	}
+	return false;
 }
 
 /*

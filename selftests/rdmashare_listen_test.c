@@ -83,19 +83,6 @@ static bool carries(int from, int to, const char *buf, size_t len)
 	return !memcmp(in, buf, len);
 }
 
-/* Whether every AC on the devices is gone within @secs. */
-static bool acs_gone(int secs)
-{
-	int i;
-
-	for (i = 0; i < secs * 10; i++) {
-		if (!rs_device_acs())
-			return true;
-		usleep(100000);
-	}
-	return false;
-}
-
 static int raw_listen(int dev, struct rdmashare_listen *l)
 {
 	return ioctl(dev, RDMASHARE_IOC_LISTEN, l) ? -errno : 0;
@@ -260,7 +247,7 @@ TEST(close_ends_listening)
 	close(sfd);
 	close(cfd);
 	rdmashare_close(c);
-	EXPECT_TRUE(acs_gone(20));
+	EXPECT_TRUE(rs_acs_gone(20));
 }
 
 static int child_accepts(int lfd)

@@ -557,12 +557,14 @@ int rdmashare_accept_file(struct rdmashare *rs, int listen_ac, unsigned int time
 	return ret ? ret : a.file.fd;
 }
 
-int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
-			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags)
+/* CONNECT of an AC file, with the CONNECT flags @how besides. */
+static int rs_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
+			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags,
+			   unsigned int how)
 {
 	struct rdmashare_connect c = {
-		.size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE, .timeout_ms = timeout_ms,
-		.file = { .flags = flags, .sndbuf = sndbuf },
+		.size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE | how,
+		.timeout_ms = timeout_ms, .file = { .flags = flags, .sndbuf = sndbuf },
 	};
 	int ret;
 
@@ -571,6 +573,35 @@ int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
 		return ret;
 	ret = rs_ioctl(rs, RDMASHARE_IOC_CONNECT, &c);
 	return ret ? ret : c.file.fd;
+}
+
+int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
+			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags)
+{
+	return rs_connect_file(rs, addr, timeout_ms, sndbuf, flags, 0);
+}
+
+int rdmashare_connect_start(struct rdmashare *rs, const struct sockaddr *addr,
+			    unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags)
+{
+	return rs_connect_file(rs, addr, timeout_ms, sndbuf, flags, RDMASHARE_CONNECT_NONBLOCK);
+}
+
+int rdmashare_file_info(int fd, struct rdmashare_file_info *fi, unsigned int flags)
+{
+	memset(fi, 0, sizeof(*fi));
+	fi->size = sizeof(*fi);
+	fi->flags = flags;
+	return ioctl(fd, RDMASHARE_IOC_FILE_INFO, fi) < 0 ? -errno : 0;
+}
+
+int rdmashare_file_error(int fd)
+{
+	struct rdmashare_file_info fi;
+	int ret;
+
+	ret = rdmashare_file_info(fd, &fi, RDMASHARE_INFO_TAKE_ERROR);
+	return ret ? ret : fi.error;
 }
 
 /* @a as a sockaddr in @sa, cut to *@len bytes; *@len set to its whole size. */

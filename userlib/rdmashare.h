@@ -364,6 +364,48 @@ int rdmashare_connect_file(struct rdmashare *rs, const struct sockaddr *addr,
 			   unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags);
 
 /**
+ * rdmashare_connect_start() - start connecting an AC file, without waiting
+ * @rs: a set-up handle with a file area
+ * @addr: sockaddr_in or sockaddr_in6 with the peer's address and port
+ * @timeout_ms: the connection fails with ETIMEDOUT after this long, 0 for
+ *	the module's default
+ * @sndbuf: its send buffer's size, 0 for the default
+ * @flags: RDMASHARE_FILE_*
+ *
+ * The AC file comes back at once, as connect(2) on a non-blocking socket
+ * returns EINPROGRESS (RDMASHARE_FEAT_CONNECT_NONBLOCK): poll(2) reports
+ * POLLOUT once the peer accepted, POLLERR and POLLHUP once the connection
+ * failed, and rdmashare_file_error() then tells why.  Until then reads and
+ * writes wait (or fail with EAGAIN).  Many may be under way at once.
+ *
+ * Return: the AC file's descriptor, or the errors of
+ * rdmashare_connect_file() that come before any connecting (-EINVAL,
+ * -ENOSPC, -EMFILE, ...).
+ */
+int rdmashare_connect_start(struct rdmashare *rs, const struct sockaddr *addr,
+			    unsigned int timeout_ms, unsigned int sndbuf, unsigned int flags);
+
+/**
+ * rdmashare_file_info() - what an AC file's socket calls would tell
+ * @fd: an AC file
+ * @fi: gets the state, the pending error, both ends' addresses and the
+ *	bytes queued each way (struct rdmashare_file_info)
+ * @flags: RDMASHARE_INFO_TAKE_ERROR clears the pending error
+ *
+ * Return: 0, or -ENOTTY (not an AC file), -EINVAL (unknown flags).
+ */
+int rdmashare_file_info(int fd, struct rdmashare_file_info *fi, unsigned int flags);
+
+/**
+ * rdmashare_file_error() - an AC file's pending error, taken (SO_ERROR)
+ * @fd: an AC file
+ *
+ * Return: the negative errno the AC closed with (-ECONNREFUSED,
+ * -ETIMEDOUT, -ECONNRESET, ...), then 0 until another; or -ENOTTY.
+ */
+int rdmashare_file_error(int fd);
+
+/**
  * rdmashare_listen_fd() - a listening file on a service port
  * @port: 1 to 65535, unique on the host
  * @backlog: connections that may wait for rdmashare_accept_fd()

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Non-blocking CONNECT of AC files (RDMASHARE_CONNECT_NONBLOCK) and
+ * RDMASHARE_IOC_FILE_INFO.
+ *
+ *  - succeeds: the AC file at once, POLLOUT once the peer accepted, then a
+ *    stream; FILE_INFO names both ends and counts what waits to be read.
+ *  - refused: no listener: POLLERR and POLLHUP, ECONNREFUSED pending once
+ *    (SO_ERROR), then cleared, POLLERR with it; reads and writes fail.
+ *  - timed_out: towards nobody, with 1 s: ETIMEDOUT after about that.
+ *  - thousand_in_flight: 1000 CONNECTs under way at once from one thread,
+ *    waited for with epoll; each then carries a byte each way.
+ *  - close_while_connecting: closed before it connected, nothing is left.
+ *  - bad_args: every bad argument with its errno.
+ */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT	8200
+
+static struct sockaddr_in addr_of(const char *ip, unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, ip ?: getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+/* A handle with room for @files AC files of 4 KiB send buffers. */
+static struct rdmashare *client(unsigned int files)
+{
+	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_FILES, .files_size = files * 4096ULL,
+		.data_size = 1 << 20, .rx_slots = 64,
+	};
+
+	return rs_open_with(&p);
+}
+
+static int start(struct rdmashare *c, const char *ip, unsigned int port, unsigned int ms)
+{
+	struct sockaddr_in sin = addr_of(ip, port);
+
+	return rdmashare_connect_start(c, (struct sockaddr *)&sin, ms, 4096, 0);
+}
+
+/* The events of @fd within @ms (0 if none came). */
+static short events(int fd, short want, int ms)
+{
+	struct pollfd pfd = { .fd = fd, .events = want };
+
+	return poll(&pfd, 1, ms) == 1 ? pfd.revents : 0;
+}
+
+FIXTURE(nb) {
+};
+
+FIXTURE_SETUP(nb)
+{
+}
+
+FIXTURE_TEARDOWN(nb)
+{
+}
+
+TEST_F_TIMEOUT(nb, succeeds, 120)
+{
+	struct rdmashare_file_info fi;
+	struct sockaddr_in sin = addr_of(NULL, PORT);
+	struct rdmashare *c;
+	int lfd, cfd, sfd;
+	char buf[8];
+
+	c = client(16);
+	ASSERT_NE(NULL, c);
+	lfd = rdmashare_listen_fd(PORT, 4, 0, 0);
+	ASSERT_LE(0, lfd);
+	cfd = start(c, NULL, PORT, 0);
+	ASSERT_LE(0, cfd);
+	ASSERT_EQ(0, rdmashare_file_info(cfd, &fi, 0));
+	EXPECT_TRUE(fi.state == RDMASHARE_AC_STATE_CONNECTING ||
+		    fi.state == RDMASHARE_AC_STATE_OPEN) TH_LOG("state %u", fi.state);
+	EXPECT_EQ(AF_INET, fi.peer.family);
+	EXPECT_EQ(PORT, fi.peer.port);
+	EXPECT_EQ(0, memcmp(fi.peer.addr, &sin.sin_addr, 4));
+	EXPECT_EQ(POLLOUT, events(cfd, POLLOUT | POLLIN, 20000));
+	ASSERT_EQ(0, rdmashare_file_info(cfd, &fi, 0));
+	EXPECT_EQ(RDMASHARE_AC_STATE_OPEN, fi.state);
+	EXPECT_EQ(0, fi.error);
+	EXPECT_EQ(AF_INET, fi.local.family);
+	EXPECT_EQ(0, fi.local.port);
+	EXPECT_EQ(0, rdmashare_file_error(cfd));
+
+	sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, rdmashare_file_info(sfd, &fi, 0));
+	EXPECT_EQ(PORT, fi.local.port);
+	EXPECT_EQ(0, fi.peer.port);
+	EXPECT_EQ(0, fi.rx_bytes);
+	ASSERT_EQ(5, write(cfd, "hello", 5));
+	ASSERT_TRUE(events(sfd, POLLIN, 20000) & POLLIN);
+	ASSERT_EQ(0, rdmashare_file_info(sfd, &fi, 0));
+	EXPECT_EQ(5, fi.rx_bytes);
+	ASSERT_EQ(2, read(sfd, buf, 2));
+	ASSERT_EQ(0, rdmashare_file_info(sfd, &fi, 0));
+	EXPECT_EQ(3, fi.rx_bytes);
+	ASSERT_EQ(3, read(sfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, "llo", 3));
+	close(sfd);
+	close(cfd);
+	close(lfd);
+	rdmashare_close(c);
+}
+
+TEST_F_TIMEOUT(nb, refused, 120)
+{
+	struct rdmashare_file_info fi;
+	struct rdmashare *c;
+	char b = 0;
+	short ev;
+	int cfd;
+
+	c = client(16);
+	ASSERT_NE(NULL, c);
+	cfd = start(c, NULL, PORT + 1, 0);
+	ASSERT_LE(0, cfd);
+	ev = events(cfd, POLLOUT, 20000);
+	EXPECT_EQ(POLLOUT | POLLERR | POLLHUP, ev & (POLLOUT | POLLERR | POLLHUP));
+	ASSERT_EQ(0, rdmashare_file_info(cfd, &fi, 0));
+	EXPECT_EQ(RDMASHARE_AC_STATE_CLOSED, fi.state);
+	EXPECT_EQ(-ECONNREFUSED, fi.error);
+	/* Taken once, as SO_ERROR: then 0, and no POLLERR. */
+	EXPECT_EQ(-ECONNREFUSED, rdmashare_file_error(cfd));
+	EXPECT_EQ(0, rdmashare_file_error(cfd));
+	EXPECT_FALSE(events(cfd, POLLOUT, 0) & POLLERR);
+	EXPECT_EQ(-1, write(cfd, &b, 1));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	EXPECT_EQ(-1, read(cfd, &b, 1));
+	EXPECT_EQ(ECONNREFUSED, errno);
+	close(cfd);
+	rdmashare_close(c);
+	EXPECT_TRUE(rs_acs_gone(20));
+}
+
+TEST_F_TIMEOUT(nb, timed_out, 120)
+{
+	struct rdmashare *c;
+	double t0, t;
+	char b;
+	int cfd;
+
+	c = client(16);
+	ASSERT_NE(NULL, c);
+	t0 = rs_now();
+	/* On the guest's subnet, but nobody is there. */
+	cfd = start(c, "198.18.0.99", PORT + 2, 1000);
+	ASSERT_LE(0, cfd);
+	t = rs_now() - t0;
+	EXPECT_GT(0.5, t) TH_LOG("CONNECT took %.2f s", t);
+	/* Nothing to write to yet: no room, no waiting. */
+	ASSERT_EQ(0, fcntl(cfd, F_SETFL, O_NONBLOCK));
+	EXPECT_EQ(-1, write(cfd, "x", 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(-1, read(cfd, &b, 1));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_TRUE(events(cfd, POLLOUT, 20000) & POLLERR);
+	t = rs_now() - t0;
+	EXPECT_EQ(-ETIMEDOUT, rdmashare_file_error(cfd));
+	TH_LOG("timed out after %.2f s", t);
+	EXPECT_LE(0.9, t);
+	EXPECT_GE(4.0, t);
+	close(cfd);
+	rdmashare_close(c);
+}
+
+TEST_F_TIMEOUT(nb, thousand_in_flight, 300)
+{
+	struct rlimit rl = { 4096, 4096 };
+	struct rdmashare_listen l = {
+		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD, .port = PORT + 3,
+		.backlog = 1024, .file = { .sndbuf = 4096 }, .max_files = 1024,
+		.rx_slots = 1024,
+	};
+	struct epoll_event ev, out[64];
+	static int cfd[1000];
+	int lfd, dev, ep, n, i, opened = 0, sfd;
+	struct rdmashare *c;
+	char b;
+
+	ASSERT_EQ(0, setrlimit(RLIMIT_NOFILE, &rl));
+	dev = open(RDMASHARE_DEV_PATH, O_RDWR);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, ioctl(dev, RDMASHARE_IOC_LISTEN, &l));
+	close(dev);
+	lfd = l.file.fd;
+	c = client(1000);
+	ASSERT_NE(NULL, c);
+	ep = epoll_create1(0);
+	ASSERT_LE(0, ep);
+	for (i = 0; i < 1000; i++) {
+		cfd[i] = start(c, NULL, PORT + 3, 60000);
+		ASSERT_LE(0, cfd[i]) TH_LOG("connect %d: %d", i, cfd[i]);
+		ev.events = EPOLLOUT | EPOLLET;
+		ev.data.u32 = i;
+		ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, cfd[i], &ev));
+	}
+	/* All under way from this thread; each comes out once, connected. */
+	while (opened < 1000) {
+		n = epoll_wait(ep, out, 64, 60000);
+		ASSERT_LT(0, n) TH_LOG("%d of 1000 connected", opened);
+		for (i = 0; i < n; i++) {
+			EXPECT_EQ(EPOLLOUT, out[i].events) TH_LOG("AC %u: %#x", out[i].data.u32,
+								out[i].events);
+			opened++;
+		}
+	}
+	for (i = 0; i < 1000; i++) {
+		sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
+		ASSERT_LE(0, sfd);
+		b = (char)i;
+		ASSERT_EQ(1, write(sfd, &b, 1));
+		close(sfd);
+	}
+	for (i = 0; i < 1000; i++) {
+		ASSERT_EQ(1, read(cfd[i], &b, 1));
+		close(cfd[i]);
+	}
+	close(ep);
+	close(lfd);
+	rdmashare_close(c);
+	EXPECT_TRUE(rs_acs_gone(60));
+}
+
+TEST_F_TIMEOUT(nb, close_while_connecting, 120)
+{
+	struct rdmashare *c;
+	int cfd, i;
+
+	c = client(16);
+	ASSERT_NE(NULL, c);
+	for (i = 0; i < 8; i++) {
+		/* Nobody, and a listener that is not there: closed under way. */
+		cfd = start(c, i % 2 ? "198.18.0.99" : NULL, PORT + 4, 5000);
+		ASSERT_LE(0, cfd);
+		if (i > 3)
+			usleep(1000 * i);
+		close(cfd);
+	}
+	rdmashare_close(c);
+	EXPECT_TRUE(rs_acs_gone(20));
+}
+
+TEST_F_TIMEOUT(nb, bad_args, 120)
+{
+	struct rdmashare_connect cn = {
+		.size = sizeof(cn), .flags = RDMASHARE_CONNECT_NONBLOCK,
+		.peer = { .family = AF_INET, .port = PORT + 5, .addr = { 127, 0, 0, 1 } },
+	};
+	struct rdmashare_file_info fi = { .size = sizeof(fi) };
+	struct rdmashare *c;
+	int cfd;
+
+	c = client(1);
+	ASSERT_NE(NULL, c);
+	/* Only an AC file can be had before it connects. */
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn));
+	EXPECT_EQ(EINVAL, errno);
+	cn.flags |= RDMASHARE_CONNECT_FILE;
+	cn.file.sndbuf = 8192;		/* the file area holds 4 KiB */
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn));
+	EXPECT_EQ(EINVAL, errno);
+	cn.file.sndbuf = 0;
+	cn.size = offsetof(struct rdmashare_connect, file);
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn));
+	EXPECT_EQ(EINVAL, errno);
+	cfd = start(c, NULL, PORT + 5, 0);
+	ASSERT_LE(0, cfd);
+	EXPECT_EQ(-ENOSPC, start(c, NULL, PORT + 5, 0));
+
+	/* FILE_INFO: known flags, reserved zero, the whole struct. */
+	fi.flags = 2;
+	EXPECT_EQ(-1, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ(EINVAL, errno);
+	fi.flags = 0;
+	fi.resv[1] = 1;
+	EXPECT_EQ(-1, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ(EINVAL, errno);
+	fi.resv[1] = 0;
+	fi.size = 64;
+	EXPECT_EQ(-1, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ(EINVAL, errno);
+	fi.size = sizeof(fi);
+	EXPECT_EQ(0, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ(ENOTTY, errno);
+	close(cfd);
+	rdmashare_close(c);
+}
+
+TEST_HARNESS_MAIN
