@@ -13,9 +13,18 @@
  * lengths and flags, SQEs of every opcode written into the mapped SQ,
  * scribbled ring indices, ENTER, LISTEN of AC files or not, CONNECT to
  * this host, to nobody and to odd addresses with short timeouts, ACCEPT,
- * CONNECT and ACCEPT of AC files with odd file parameters, AC_SET,
- * AC_STATS, fork with the files shared, and SIGKILL of those children
- * mid-call.
+ * CONNECT (blocking or not) and ACCEPT of AC files with odd file
+ * parameters, AC_SET, AC_STATS, FILE_INFO, fork with the files shared,
+ * and SIGKILL of those children mid-call.
+ *
+ * Listening files (up to 4 a worker): LISTEN_FD on files set up or not,
+ * with good, boundary and bad parameters (a struct too short for the
+ * descriptor must fail with EINVAL); CONNECTs to their ports; ACCEPT on
+ * them, nonblocking or waiting a few ms, with a listener id, a send
+ * buffer, unknown flags or a short struct now and then, which gives AC
+ * files like the others; poll; their other ioctls (ENOTTY), read and
+ * write (which must fail with EINVAL); O_NONBLOCK on and off; close, also
+ * while a second thread waits in their ACCEPT or poll.
  *
  * On the AC files (up to 16 a worker): read and write of sizes 0, 1, on a
  * boundary or large, with good, NULL, bad, partly unmapped and read-only
@@ -23,9 +32,10 @@
  * another, unknown commands); O_NONBLOCK on and off; dup and dup2, then
  * close of one copy; close; lseek, pread and pwrite, which must fail with
  * ESPIPE.  Close races: a second thread reads, writes or shuts down an AC
- * file, or CONNECTs or ACCEPTs one, while the worker closes the AC file,
- * closes the file that made it, or does anything else.  A call that may
- * wait runs on such a thread, which SIGUSR1 stops if it waits long.
+ * file, CONNECTs or ACCEPTs one, or ACCEPTs on or polls a listening file,
+ * while the worker closes that file, closes the file that made it, or
+ * does anything else.  A call that may wait runs on such a thread, which
+ * SIGUSR1 stops if it waits long.
  *
  * With -d NETDEV (as root; a spare link, RS_TEST_NETDEV in the tests),
  * device removal during traffic: NETDEV gets 198.19.2.1/24, and a
@@ -54,7 +64,8 @@
 #define MAX_FDS		4
 #define MAX_ACS		32
 #define MAX_ACFS	16
-#define NR_CMDS		9	/* QUERY to SHUTDOWN */
+#define MAX_LFDS	4
+#define NR_CMDS		10	/* QUERY to FILE_INFO */
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* Device removal (-d): a device and an address of its own on the link. */
@@ -121,12 +132,21 @@ struct acfile {
 	int maker_fd;
 };
 
+/* A listening file (LISTEN_FD), and its port for CONNECTs. */
+struct lfile {
+	int fd;
+	uint32_t port;
+};
+
 /* Shared by the processes: what the run did, and when device removal stops. */
 struct shared {
 	unsigned long calls;
 	unsigned long ok_cmds[NR_CMDS];	/* ioctls that succeeded, per command */
 	unsigned long acfiles;		/* AC files made */
 	unsigned long seekable;		/* seeks of AC files without ESPIPE */
+	unsigned long lfiles;		/* listening files made */
+	unsigned long lf_accepts;	/* AC files they gave */
+	unsigned long lf_wrong;		/* their calls that did not fail as they must */
 	unsigned long dev_adds;		/* times the device came */
 	int stop;
 };
@@ -136,6 +156,7 @@ static uint32_t acs[MAX_ACS];
 static uint32_t ports[MAX_ACS];
 static struct acfile acfs[MAX_ACFS];
 static unsigned int acfs_next;
+static struct lfile lfds[MAX_LFDS];
 static const char *self_ip;
 static int chaos;		/* CONNECTs over the device that comes and goes */
 static struct shared *sh;
@@ -309,7 +330,7 @@ static void close_acfile(struct acfile *e)
 	e->fd = 0;
 }
 
-/* Keep AC file @fd of @maker; the one kept longest ago goes if need be. */
+/* Keep AC file @fd of @maker (or none); the one kept longest ago goes if need be. */
 static void keep_acfile(struct fstate *maker, int fd)
 {
 	struct acfile *e = &acfs[acfs_next++ % MAX_ACFS];
@@ -319,7 +340,21 @@ static void keep_acfile(struct fstate *maker, int fd)
 		close_acfile(e);
 	e->fd = fd;
 	e->maker = maker;
-	e->maker_fd = maker->fd;
+	e->maker_fd = maker ? maker->fd : 0;
+}
+
+static struct lfile *some_lfile(void)
+{
+	struct lfile *l = &lfds[pick(MAX_LFDS)];
+
+	return l->fd > 0 ? l : NULL;
+}
+
+static void close_lfile(struct lfile *l)
+{
+	count(&sh->calls);
+	close(l->fd);
+	memset(l, 0, sizeof(*l));
 }
 
 static void a_open(void)
@@ -638,6 +673,70 @@ static void a_listen(void)
 	}
 }
 
+/*
+ * LISTEN_FD on a file, set up or not: a listening file, kept with its port
+ * (the one kept there before closes); or bad arguments: another flag with
+ * it, a non-zero fd or resv, unknown file flags, more send buffers than a
+ * data area holds, odd receive slots.  A struct too short for the
+ * descriptor must fail with EINVAL.
+ */
+static void a_listen_fd(void)
+{
+	struct fstate *f = some_file();
+	struct lfile *e = &lfds[pick(MAX_LFDS)];
+	struct rdmashare_listen l = { .size = sizeof(l), .flags = RDMASHARE_LISTEN_FD };
+
+	if (!f)
+		return;
+	/* Mostly ports of their own: a_listen()'s fill up. */
+	l.port = pick(4) ? 30064 + pick(32) : pick(2) ? 30000 + pick(64) : f32(70000);
+	l.backlog = pick(4) ? 1 + pick(16) : f32(2048);
+	l.file.flags = pick(4);
+	l.file.sndbuf = pick(2) ? 0 : 4096 << pick(5);
+	l.max_files = pick(4) ? 1 + pick(8) : 0;
+	l.rx_slots = pick(2) ? 0 : pick(65);
+	switch (pick(12)) {
+	case 0:
+		/* EBADF: a file opened O_PATH (see a_open()). */
+		l.size = 24 + 4 * pick(6);
+		count(&sh->calls);
+		if (ioctl(f->fd, RDMASHARE_IOC_LISTEN, &l) != -1 ||
+		    (errno != EINVAL && errno != EBADF))
+			count(&sh->lf_wrong);
+		return;
+	case 1:
+		l.flags |= pick(2) ? RDMASHARE_LISTEN_FILES : rnd();
+		break;
+	case 2:
+		l.file.fd = pick(2) ? -1 : (int)f32(64);
+		break;
+	case 3:
+		*(pick(2) ? &l.resv : &l.file.resv) = f32(4);
+		break;
+	case 4:
+		l.file.flags = f32(8);
+		break;
+	case 5:
+		/* Never a file area that fits but fills the guest. */
+		if (pick(2))
+			l.max_files = boundary() | 1 << 17;
+		else
+			l.file.sndbuf = pick(2) ? ~0U - pick(4096) : boundary() | 1 << 29;
+		break;
+	case 6:
+		l.rx_slots = f32(4096) | 1;
+		break;
+	}
+	if (do_ioctl(f->fd, RDMASHARE_IOC_LISTEN, &l, sizeof(l)))
+		return;
+	count(&sh->lfiles);
+	remember(ports, l.port);
+	if (e->fd > 0)
+		close_lfile(e);
+	e->fd = l.file.fd;
+	e->port = l.port;
+}
+
 static void some_addr(struct rdmashare_addr *a)
 {
 	static const char *const v4[] = {
@@ -678,11 +777,14 @@ static void host_peer(struct rdmashare_addr *a, const char *ip, uint32_t port)
 	inet_pton(AF_INET, ip, a->addr);
 }
 
-/* A port this worker listens on, now and then one of AC files. */
+/* A port this worker listens on, now and then of AC files or a listening file. */
 static uint32_t live_port(void)
 {
 	struct fstate *g = some_file();
+	struct lfile *l = some_lfile();
 
+	if (l && pick(2))
+		return l->port;
 	if (g && g->fport && pick(2))
 		return g->fport;
 	return ports[pick(4)] ?: ports[0];
@@ -764,6 +866,9 @@ static int connect_args(struct fstate *f, struct rdmashare_connect *c)
 	}
 	if (!pick(3)) {
 		c->flags = RDMASHARE_CONNECT_FILE;
+		/* Non-blocking: the AC file at once, connected or not later. */
+		if (pick(2))
+			c->flags |= RDMASHARE_CONNECT_NONBLOCK;
 		file_params(f, &c->file);
 	} else if (!pick(20)) {
 		/* File parameters without the flag. */
@@ -845,12 +950,13 @@ static void misc_ioctl(int fd, int acf)
 		struct rdmashare_ac_set s;
 		struct rdmashare_ac_stats st;
 		struct rdmashare_shutdown sd;
+		struct rdmashare_file_info fi;
 		uint8_t raw[512];
 	} u;
 	unsigned int i;
 
 	memset(&u, 0, sizeof(u));
-	switch (pick(5)) {
+	switch (pick(6)) {
 	case 0:
 		u.q.flags = pick(4) ? 0 : rnd();
 		do_ioctl(fd, RDMASHARE_IOC_QUERY, &u.q, sizeof(u.q));
@@ -871,6 +977,13 @@ static void misc_ioctl(int fd, int acf)
 	case 3:
 		u.sd.flags = pick(4) ? 0 : f32(2);
 		do_ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &u.sd, sizeof(u.sd));
+		break;
+	case 4:
+		/* An AC file's names, queues and pending error (SO_ERROR). */
+		u.fi.flags = pick(4) ? pick(2) : rnd();
+		if (!pick(10))
+			u.fi.resv[pick(2)] = rnd();
+		do_ioctl(fd, RDMASHARE_IOC_FILE_INFO, &u.fi, sizeof(u.fi));
 		break;
 	default:
 		/*
@@ -937,17 +1050,19 @@ static void acf_io(struct acfile *e)
 }
 
 /*
- * poll(2) of some AC files and files at once, with events that make sense
- * or any, without waiting (or 1 ms, which queues on their waits).
+ * poll(2) of some AC files, files and listening files at once, with events
+ * that make sense or any, without waiting (or 1 ms, which queues on their
+ * waits).
  */
 static void acf_poll(void)
 {
-	struct pollfd p[MAX_ACFS + MAX_FDS];
+	struct pollfd p[MAX_ACFS + MAX_FDS + MAX_LFDS];
 	unsigned int i, n = 0;
 	int fd;
 
-	for (i = 0; i < MAX_ACFS + MAX_FDS; i++) {
-		fd = i < MAX_ACFS ? acfs[i].fd : fs[i - MAX_ACFS].fd;
+	for (i = 0; i < ARRAY_SIZE(p); i++) {
+		fd = i < MAX_ACFS ? acfs[i].fd : i < MAX_ACFS + MAX_FDS ? fs[i - MAX_ACFS].fd :
+		     lfds[i - MAX_ACFS - MAX_FDS].fd;
 		if (fd <= 0 || !pick(2))
 			continue;
 		p[n].fd = fd;
@@ -1030,12 +1145,79 @@ static void a_acfile(void)
 	}
 }
 
+/*
+ * ACCEPT arguments for a listening file: mostly as it wants (listen_ac and
+ * sndbuf 0, AC file flags, ACCEPT_FILE or not), else a listener id, a send
+ * buffer, unknown flags or a non-zero fd or resv, which must fail.
+ * Nonblocking or waiting a few ms (now and then both: EINVAL), never longer.
+ */
+static void lf_args(struct rdmashare_accept *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->flags = pick(2) ? RDMASHARE_ACCEPT_FILE : 0;
+	a->file.flags = pick(4);
+	if (pick(2))
+		a->flags |= RDMASHARE_ACCEPT_NONBLOCK;
+	if (!(a->flags & RDMASHARE_ACCEPT_NONBLOCK) || !pick(10))
+		a->timeout_ms = 1 + pick(5);
+	switch (pick(16)) {
+	case 0: a->listen_ac = some_ac() ?: 1; break;
+	case 1: a->file.sndbuf = pick(2) ? 4096 : boundary(); break;
+	case 2: a->flags |= pick(2) ? 1U << pick(32) : rnd(); break;
+	case 3: a->file.flags = f32(8); break;
+	case 4: a->file.fd = pick(2) ? -1 : (int)f32(64); break;
+	case 5: a->resv = f32(4); break;
+	}
+}
+
+/* An ACCEPT on listening file @l, in any size (see do_ioctl()). */
+static void lf_accept(struct lfile *l)
+{
+	struct rdmashare_accept a;
+
+	lf_args(&a);
+	if (!do_ioctl(l->fd, RDMASHARE_IOC_ACCEPT, &a, sizeof(a))) {
+		count(&sh->lf_accepts);
+		keep_acfile(NULL, a.file.fd);
+	}
+}
+
+/* read(2) or write(2) of a listening file: EINVAL, whatever the buffer. */
+static void lf_io(struct lfile *l)
+{
+	struct call c = { .nr = pick(2) ? SYS_read : SYS_write, .a = { l->fd } };
+
+	io_args(&c);
+	count(&sh->calls);
+	make_call(&c);
+	if (c.ret != -1 || errno != EINVAL)
+		count(&sh->lf_wrong);
+}
+
+static void a_lfile(void)
+{
+	struct lfile *l = some_lfile();
+
+	if (!l)
+		return;
+	switch (pick(12)) {
+	case 0 ... 4: lf_accept(l); break;
+	case 5 ... 6: acf_poll(); break;
+	case 7 ... 8: misc_ioctl(l->fd, 1); break;
+	case 9: lf_io(l); break;
+	case 10: acf_flags(&(struct acfile){ .fd = l->fd }); break;
+	default: close_lfile(l); break;
+	}
+}
+
 static void one_action(void);
 
 /*
- * A close race: a second thread reads, writes or shuts down an AC file, or
- * CONNECTs or ACCEPTs an AC file on the file that made it, while this one
- * closes the AC file, closes the maker's descriptor (the AC files keep its
+ * A close race: a second thread reads, writes or shuts down an AC file,
+ * CONNECTs or ACCEPTs an AC file on the file that made it, or waits a few
+ * ms in ACCEPT or poll of a listening file, while this one closes the AC
+ * or listening file, closes the maker's descriptor (the AC files keep its
  * memory), or does anything else.
  */
 static void a_race(void)
@@ -1043,6 +1225,8 @@ static void a_race(void)
 	static int racing;
 	struct acfile *e = some_acfile();
 	struct fstate *f = e ? acf_maker(e) : some_file();
+	struct lfile *l = pick(3) ? NULL : some_lfile();
+	struct pollfd p;
 	union {
 		struct rdmashare_connect c;
 		struct rdmashare_accept a;
@@ -1052,9 +1236,9 @@ static void a_race(void)
 	pthread_t t;
 
 	/* One at a time: what this thread does meanwhile may be a_race(). */
-	if (racing || (!e && !f))
+	if (racing || (!e && !f && !l))
 		return;
-	switch (e ? pick(f ? 4 : 2) : 2 + pick(2)) {
+	switch (l ? 4 + pick(2) : e ? pick(f ? 4 : 2) : 2 + pick(2)) {
 	case 0:
 		c.nr = pick(2) ? SYS_read : SYS_write;
 		c.a[0] = e->fd;
@@ -1068,9 +1252,22 @@ static void a_race(void)
 		connect_args(f, &u.c);
 		ioctl_call(&c, f->fd, RDMASHARE_IOC_CONNECT, &u.c);
 		break;
-	default:
+	case 3:
 		accept_args(f, &u.a);
 		ioctl_call(&c, f->fd, RDMASHARE_IOC_ACCEPT, &u.a);
+		break;
+	case 4:
+		lf_args(&u.a);
+		u.a.flags &= ~RDMASHARE_ACCEPT_NONBLOCK;
+		u.a.timeout_ms = 1 + pick(5);
+		ioctl_call(&c, l->fd, RDMASHARE_IOC_ACCEPT, &u.a);
+		break;
+	default:
+		p = (struct pollfd){ .fd = l->fd, .events = POLLIN };
+		c.nr = SYS_poll;
+		c.a[0] = (long)&p;
+		c.a[1] = 1;
+		c.a[2] = 1 + pick(5);
 		break;
 	}
 	if (call_start(&c, &t))
@@ -1078,7 +1275,9 @@ static void a_race(void)
 	racing = 1;
 	switch (pick(3)) {
 	case 0:
-		if (e)
+		if (l)
+			close_lfile(l);
+		else if (e)
 			close_acfile(e);
 		break;
 	case 1:
@@ -1093,15 +1292,18 @@ static void a_race(void)
 	call_end(&c, t, patience());
 	if (c.ret || c.nr != SYS_ioctl)
 		return;
-	if (c.a[1] == RDMASHARE_IOC_CONNECT)
+	if (l) {
+		count(&sh->lf_accepts);
+		keep_acfile(NULL, u.a.file.fd);
+	} else if (c.a[1] == RDMASHARE_IOC_CONNECT)
 		opened(f, u.c.ac, u.c.flags & RDMASHARE_CONNECT_FILE ? u.c.file.fd : 0, 0);
 	else if (c.a[1] == RDMASHARE_IOC_ACCEPT)
 		opened(f, u.a.ac, u.a.flags & RDMASHARE_ACCEPT_FILE ? u.a.file.fd : 0, 0);
 }
 
 /*
- * A child that shares the files, AC files and mappings, does a few calls,
- * and may be killed.
+ * A child that shares the files, AC files, listening files and mappings,
+ * does a few calls, and may be killed.
  */
 static void a_fork(void)
 {
@@ -1126,7 +1328,7 @@ static void a_fork(void)
 
 static void one_action(void)
 {
-	switch (pick(40)) {
+	switch (pick(43)) {
 	case 0 ... 1: a_open(); break;
 	case 2: a_close(); break;
 	case 3 ... 4: a_setup(); break;
@@ -1141,6 +1343,8 @@ static void one_action(void)
 	case 28 ... 30: a_misc_ioctl(); break;
 	case 31 ... 37: a_acfile(); break;
 	case 38: a_race(); break;
+	case 39: a_listen_fd(); break;
+	case 40 ... 41: a_lfile(); break;
 	default: a_fork(); break;
 	}
 }
@@ -1167,7 +1371,7 @@ static void worker(unsigned int i, uint64_t seed, unsigned long budget, double e
 		_exit(3);
 	while (__atomic_load_n(&sh->calls, __ATOMIC_RELAXED) < budget && rs_now() < end)
 		one_action();
-	/* Its files and AC files close as it exits. */
+	/* Its files, AC files and listening files close as it exits. */
 	_exit(0);
 }
 
@@ -1263,7 +1467,7 @@ int main(int argc, char **argv)
 {
 	static const char *const cmds[NR_CMDS] = {
 		"query", "setup", "enter", "listen", "connect", "accept", "ac_set", "ac_stats",
-		"shutdown",
+		"shutdown", "file_info",
 	};
 	unsigned long budget = 20000, settle;
 	unsigned int procs = 3, secs = 120, i, failed = 0;
@@ -1345,6 +1549,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < NR_CMDS; i++)
 		printf(" %s %lu", cmds[i], sh->ok_cmds[i]);
 	printf("; %lu AC files made\n", sh->acfiles);
+	printf("# rsfuzz: %lu listening files made, %lu AC files accepted on them\n",
+	       sh->lfiles, sh->lf_accepts);
+	if (sh->lf_wrong) {
+		printf("# rsfuzz: %lu short LISTEN_FDs, reads or writes of listening files"
+		       " without EINVAL\n", sh->lf_wrong);
+		failed++;
+	}
 	if (sh->seekable) {
 		printf("# rsfuzz: %lu seeks, preads or pwrites of AC files without ESPIPE\n",
 		       sh->seekable);
