@@ -72,7 +72,7 @@ static inline int rs_path_exists(const char *path)
 static inline int rs_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int rs_sh(const char *fmt, ...)
 {
-	char cmd[512];
+	char cmd[4096];
 	va_list ap;
 	int ret;
 
@@ -165,12 +165,12 @@ static inline long rs_device_stat(const char *name)
 	return rs_read_file(path, buf, sizeof(buf)) ? -1 : atol(buf);
 }
 
-/* ACs on every RDMA device rdmashare uses, from their gauges; -1 on error. */
-static inline int rs_device_acs(void)
+/* The sum of @file (a gauge or "stats/" counter) of every device; -1 on error. */
+static inline long rs_devices_sum(const char *file)
 {
 	char path[512], buf[32];
 	struct dirent *de;
-	int n = 0;
+	long n = 0;
 	DIR *d;
 
 	d = opendir(RS_SYSFS "/devices");
@@ -179,12 +179,18 @@ static inline int rs_device_acs(void)
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		snprintf(path, sizeof(path), RS_SYSFS "/devices/%.255s/acs", de->d_name);
+		snprintf(path, sizeof(path), RS_SYSFS "/devices/%.255s/%s", de->d_name, file);
 		if (!rs_read_file(path, buf, sizeof(buf)))
-			n += atoi(buf);
+			n += atol(buf);
 	}
 	closedir(d);
 	return n;
+}
+
+/* ACs on every RDMA device rdmashare uses, from their gauges; -1 on error. */
+static inline int rs_device_acs(void)
+{
+	return rs_devices_sum("acs");
 }
 
 /* Whether every AC on the devices is gone within @secs. */

@@ -24,6 +24,8 @@ PKGS=(
 	libibverbs-dev librdmacm-dev qperf
 	# benchmarks: make bench-sched's plot
 	python3-matplotlib
+	# unmodified programs under rdmashare-run (rdmashare_preload_test)
+	netcat-openbsd socat
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
 	# the install stage: udev applies the installed rule in the guests

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unmodified programs under rdmashare-run (librdmashare-preload.so), within
+ * one host: each copies a 16 MiB file, compared byte for byte, and the
+ * counters say which transport carried it: rdmashare's devices' tx_bytes
+ * grew by at least the file's size and TCP's segments (/proc/net/snmp)
+ * hardly at all, or the other way round for a fallback.
+ *
+ *  - nc_copy: OpenBSD nc, both ends preloaded: over rdmashare.
+ *  - socat_copy: socat, both ends preloaded: over rdmashare.
+ *  - plain_server: the server is not preloaded: the client falls back to TCP.
+ *  - plain_client: the client is not preloaded: the server takes it on TCP.
+ *  - no_module_client: the client cannot open /dev/rdmashare (as on a host
+ *    without the module): TCP.
+ *  - policy_port: RDMASHARE_PORTS leaves the port out: TCP.
+ */
+#include <libgen.h>
+
+#include "common.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		8300
+#define SIZE		(16 << 20)
+#define IN		"/tmp/rs-preload.in"
+#define OUT		"/tmp/rs-preload.out"
+#define LISTENERS	"/sys/kernel/debug/rdmashare/listeners"
+
+static char run[512];
+static const char *ip;
+
+/* Bytes every device of rdmashare's sent, all told. */
+static long rs_tx_bytes(void)
+{
+	return rs_devices_sum("stats/tx_bytes");
+}
+
+/* TCP segments sent, from /proc/net/snmp's second "Tcp:" line. */
+static long tcp_out_segs(void)
+{
+	char line[1024], *tok;
+	int col = -1, i, seen = 0;
+	long v = -1;
+	FILE *f;
+
+	f = fopen("/proc/net/snmp", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "Tcp:", 4))
+			continue;
+		for (i = 0, tok = strtok(line, " \n"); tok; tok = strtok(NULL, " \n"), i++) {
+			if (!seen && !strcmp(tok, "OutSegs"))
+				col = i;
+			else if (seen && i == col)
+				v = atol(tok);
+		}
+		seen = 1;
+	}
+	fclose(f);
+	return v;
+}
+
+FIXTURE(pl) {
+	long rs0, tcp0;
+};
+
+FIXTURE_SETUP(pl)
+{
+	char exe[512];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = 0;
+	snprintf(run, sizeof(run), "%s/../../userlib/build/rdmashare-run", dirname(exe));
+	/* An address with an RDMA device on its route (not lo's). */
+	ip = getenv("RS_IP") ?: "127.0.0.1";
+	if (access(run, X_OK) || rs_sh("command -v nc >/dev/null && command -v socat >/dev/null"))
+		SKIP(return, "no rdmashare-run, nc or socat");
+	ASSERT_EQ(0, rs_sh("test -s " IN " || head -c %d /dev/urandom > " IN, SIZE));
+	unlink(OUT);
+	self->rs0 = rs_tx_bytes();
+	self->tcp0 = tcp_out_segs();
+	ASSERT_LE(0, self->rs0);
+	ASSERT_LE(0, self->tcp0);
+}
+
+FIXTURE_TEARDOWN(pl)
+{
+	unlink(OUT);
+}
+
+/*
+ * Run @server in the background, wait until it listens on TCP (and on
+ * rdmashare too if @rdma), run @client, wait for both: 0 if both exited 0
+ * and the copy is whole.
+ */
+static int copy_with(const char *server, const char *client, bool rdma)
+{
+	return rs_sh("(%s & pid=$!; for i in $(seq 100); do "
+		     "ss -ltn | grep -q ':%d ' && { [ %d = 0 ] || grep -qw %d " LISTENERS "; } && "
+		     "break; sleep 0.1; done; %s; c=$?; wait $pid; s=$?; "
+		     "[ $c = 0 ] && [ $s = 0 ] && cmp -s " IN " " OUT ")",
+		     server, PORT, rdma, PORT, client);
+}
+
+/* The copy went over rdmashare, or over TCP. */
+static void check_transport(struct __test_metadata *_metadata, long rs0, long tcp0, bool rdma)
+{
+	long rs = rs_tx_bytes() - rs0, tcp = tcp_out_segs() - tcp0;
+
+	TH_LOG("%ld bytes over rdmashare, %ld TCP segments", rs, tcp);
+	if (rdma) {
+		EXPECT_LE(SIZE, rs);
+		/* A 16 MiB copy takes at least 256 segments of 64 KiB on lo. */
+		EXPECT_GT(32, tcp);
+	} else {
+		EXPECT_GT(SIZE / 16, rs);
+		EXPECT_LE(SIZE >> 16, tcp);
+	}
+}
+
+static void nc_pair(char *srv, char *cli, size_t len, const char *spre, const char *cpre)
+{
+	snprintf(srv, len, "%s nc -l %s %d > " OUT " < /dev/null", spre, ip, PORT);
+	snprintf(cli, len, "%s nc -N %s %d < " IN, cpre, ip, PORT);
+}
+
+TEST_F_TIMEOUT(pl, nc_copy, 180)
+{
+	char srv[1024], cli[1024];
+
+	nc_pair(srv, cli, sizeof(srv), run, run);
+	ASSERT_EQ(0, copy_with(srv, cli, true));
+	check_transport(_metadata, self->rs0, self->tcp0, true);
+}
+
+TEST_F_TIMEOUT(pl, socat_copy, 180)
+{
+	char srv[1024], cli[1024];
+
+	snprintf(srv, sizeof(srv), "%s socat -u TCP-LISTEN:%d,bind=%s,reuseaddr "
+		 "OPEN:" OUT ",creat,trunc", run, PORT, ip);
+	snprintf(cli, sizeof(cli), "%s socat -u OPEN:" IN " TCP:%s:%d", run, ip, PORT);
+	ASSERT_EQ(0, copy_with(srv, cli, true));
+	check_transport(_metadata, self->rs0, self->tcp0, true);
+}
+
+TEST_F_TIMEOUT(pl, plain_server, 180)
+{
+	char srv[1024], cli[1024];
+
+	nc_pair(srv, cli, sizeof(srv), "", run);
+	ASSERT_EQ(0, copy_with(srv, cli, false));
+	check_transport(_metadata, self->rs0, self->tcp0, false);
+}
+
+TEST_F_TIMEOUT(pl, plain_client, 180)
+{
+	char srv[1024], cli[1024];
+
+	nc_pair(srv, cli, sizeof(srv), run, "");
+	ASSERT_EQ(0, copy_with(srv, cli, true));
+	check_transport(_metadata, self->rs0, self->tcp0, false);
+}
+
+TEST_F_TIMEOUT(pl, no_module_client, 180)
+{
+	char srv[1024], cli[1024], pre[700];
+
+	/* Its own mount namespace, where /dev/rdmashare is /dev/null. */
+	snprintf(pre, sizeof(pre), "unshare -m sh -c 'mount --bind /dev/null /dev/rdmashare && "
+		 "exec \"$@\"' - %s", run);
+	nc_pair(srv, cli, sizeof(srv), run, pre);
+	ASSERT_EQ(0, copy_with(srv, cli, true));
+	check_transport(_metadata, self->rs0, self->tcp0, false);
+}
+
+TEST_F_TIMEOUT(pl, policy_port, 180)
+{
+	char srv[1024], cli[1024], pre[600];
+
+	snprintf(pre, sizeof(pre), "%s -p %d", run, PORT + 1);
+	nc_pair(srv, cli, sizeof(srv), pre, pre);
+	ASSERT_EQ(0, copy_with(srv, cli, false));
+	check_transport(_metadata, self->rs0, self->tcp0, false);
+}
+
+TEST_HARNESS_MAIN

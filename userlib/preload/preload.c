@@ -1,0 +1,1110 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * librdmashare-preload.so: unmodified programs' TCP over rdmashare.
+ *
+ * Loaded with LD_PRELOAD (rdmashare-run(8) does that), it takes the
+ * AF_INET and AF_INET6 SOCK_STREAM sockets that the policy selects over
+ * to rdmashare, and leaves every other descriptor alone.  The descriptor
+ * the program holds is the kernel's own file throughout, so that poll,
+ * select, epoll, fork, dup and exec need nothing from here:
+ *
+ * - socket() makes the real TCP socket.  Until connect() or listen() it is
+ *   nothing but that: bind, setsockopt and fcntl go to it.
+ * - connect() to a selected address first tries an AC file (a CONNECT on
+ *   the process's /dev/rdmashare file, which waits for the peer's answer
+ *   even on a non-blocking socket, so that the descriptor never changes
+ *   once the program saw the result).  Connected, the AC file takes the
+ *   socket's number (dup3()).  Refused (no rdmashare listener on the port,
+ *   or no rdmashare on the host), the socket connects over TCP as it
+ *   would have; unreachable or timed out, the host is remembered for a
+ *   minute and later connects go straight to TCP.
+ * - listen() on a selected port listens on TCP as asked and on a listening
+ *   file of rdmashare's on the same port; the socket's number becomes an
+ *   epoll instance that watches both (readable when either has a
+ *   connection), and accept() takes from whichever has one, rdmashare
+ *   first every other time.  So a plain TCP client reaches a preloaded
+ *   server, and a preloaded client a plain TCP server.
+ * - On an AC file, the socket calls the kernel refuses on a non-socket are
+ *   answered here: send, recv and their kin as write and read (MSG_PEEK
+ *   is refused), getsockopt (SO_ERROR from RDMASHARE_IOC_FILE_INFO,
+ *   TCP_NODELAY and the like as TCP would answer), setsockopt (accepted
+ *   where harmless, ENOPROTOOPT otherwise), getsockname, getpeername and
+ *   shutdown.
+ *
+ * Policy, from the environment (or /etc/rdmashare/preload.conf, KEY=VALUE
+ * lines, which the environment overrides): RDMASHARE_PORTS (ports and
+ * ranges, "5201,6379,7000-7100"), RDMASHARE_NETS (CIDRs, "10.0.0.0/8"),
+ * RDMASHARE_PROGRAMS (program names); each unset means all.
+ * RDMASHARE_DEBUG=1 tells on stderr what was decided.
+ *
+ * What cannot work: statically linked programs, system calls made without
+ * libc (raw syscall(), io_uring), setuid programs (the loader drops
+ * LD_PRELOAD), and a listening socket inherited across exec(2) (its
+ * rdmashare half is gone with the preload's state).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/rdmashare.h>
+
+#define RSP_EXPORT __attribute__((visibility("default")))
+
+#define DEV_PATH		"/dev/rdmashare"
+#define CONF_PATH		"/etc/rdmashare/preload.conf"
+#define CONNECT_MS		3000	/* an RDMA attempt, before TCP */
+#define LISTEN_FILES		1024	/* AC files a listener may give */
+#define SNDBUF			(64 << 10)
+#define NEG_TTL			60	/* s a host without an RDMA path is skipped */
+#define NEG_SLOTS		64
+#define MAX_RULES		32
+
+enum rsp_kind {
+	RSP_NONE,	/* not ours (or not known to be) */
+	RSP_CAND,	/* a TCP socket that may still go over rdmashare */
+	RSP_ACFILE,	/* an AC file */
+	RSP_LISTEN,	/* an epoll instance over a TCP listener and a listening file */
+};
+
+struct rsp_fd {
+	unsigned char kind;
+	unsigned char turn;	/* RSP_LISTEN: which to try first */
+	int tcp;		/* RSP_LISTEN: the TCP listener */
+	int lfile;		/* RSP_LISTEN: the listening file */
+};
+
+struct rsp_rule {
+	unsigned int lo, hi;		/* ports */
+	int family;			/* nets */
+	unsigned char addr[16];
+	unsigned int bits;
+};
+
+struct rsp_neg {
+	struct sockaddr_storage addr;
+	time_t until;
+};
+
+static struct {
+	int (*socket)(int, int, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*close)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*shutdown)(int, int);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+} real;
+
+static struct rsp_fd *fds;
+static int nr_fds;
+static bool enabled, debug;
+static struct rsp_rule ports[MAX_RULES], nets[MAX_RULES];
+static int nr_ports, nr_nets;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int dev_fd = -1;		/* connects come from here; -1 not yet, -2 none */
+static struct rsp_neg neg[NEG_SLOTS];
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!debug)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, "rdmashare-preload[%d]: ", getpid());
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static struct rsp_fd *rsp(int fd)
+{
+	return fd >= 0 && fd < nr_fds ? &fds[fd] : NULL;
+}
+
+static int kind(int fd)
+{
+	struct rsp_fd *e = rsp(fd);
+
+	return e ? __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE) : RSP_NONE;
+}
+
+static void set_kind(int fd, int k)
+{
+	struct rsp_fd *e = rsp(fd);
+
+	if (e)
+		__atomic_store_n(&e->kind, k, __ATOMIC_RELEASE);
+}
+
+/* ---- policy ---- */
+
+static const char *conf(const char *key)
+{
+	static char buf[4096];
+	char line[512], *v;
+	const char *env = getenv(key);
+	size_t n = strlen(key);
+	FILE *f;
+
+	if (env)
+		return env;
+	f = fopen(CONF_PATH, "re");
+	if (!f)
+		return NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, n) || line[n] != '=')
+			continue;
+		v = line + n + 1;
+		v[strcspn(v, "\r\n")] = 0;
+		snprintf(buf, sizeof(buf), "%s", v);
+		fclose(f);
+		return buf;
+	}
+	fclose(f);
+	return NULL;
+}
+
+static void parse_ports(const char *s)
+{
+	char *end;
+
+	while (s && *s && nr_ports < MAX_RULES) {
+		struct rsp_rule *r = &ports[nr_ports];
+
+		r->lo = strtoul(s, &end, 10);
+		r->hi = *end == '-' ? strtoul(end + 1, &end, 10) : r->lo;
+		if (end != s)
+			nr_ports++;
+		s = strchr(end, ',');
+		s = s ? s + 1 : NULL;
+	}
+}
+
+static void parse_nets(const char *s)
+{
+	char one[64], *slash;
+	size_t n;
+
+	while (s && *s && nr_nets < MAX_RULES) {
+		struct rsp_rule *r = &nets[nr_nets];
+
+		n = strcspn(s, ",");
+		snprintf(one, sizeof(one), "%.*s", (int)n, s);
+		slash = strchr(one, '/');
+		if (slash)
+			*slash = 0;
+		r->family = strchr(one, ':') ? AF_INET6 : AF_INET;
+		if (inet_pton(r->family, one, r->addr) == 1) {
+			r->bits = slash ? strtoul(slash + 1, NULL, 10) :
+					  (r->family == AF_INET ? 32 : 128);
+			nr_nets++;
+		}
+		s = s[n] ? s + n + 1 : NULL;
+	}
+}
+
+static bool prefix_match(const unsigned char *a, const unsigned char *b, unsigned int bits)
+{
+	unsigned int full = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, full))
+		return false;
+	return !rest || !((a[full] ^ b[full]) & (0xff << (8 - rest)));
+}
+
+static unsigned int port_of(const struct sockaddr *sa)
+{
+	return ntohs(sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_port :
+						((const struct sockaddr_in6 *)sa)->sin6_port);
+}
+
+static const unsigned char *addr_of(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ?
+	       (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr :
+	       (const unsigned char *)&((const struct sockaddr_in6 *)sa)->sin6_addr;
+}
+
+static bool port_selected(unsigned int port)
+{
+	int i;
+
+	for (i = 0; i < nr_ports; i++)
+		if (port >= ports[i].lo && port <= ports[i].hi)
+			return true;
+	return !nr_ports;
+}
+
+/* Whether the policy sends @sa (a peer, or the address a listener binds) over rdmashare. */
+static bool selected(const struct sockaddr *sa, bool any_addr)
+{
+	int i;
+
+	if (!enabled || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+		return false;
+	if (!port_selected(port_of(sa)))
+		return false;
+	if (any_addr || !nr_nets)
+		return true;
+	for (i = 0; i < nr_nets; i++)
+		if (nets[i].family == sa->sa_family &&
+		    prefix_match(addr_of(sa), nets[i].addr, nets[i].bits))
+			return true;
+	return false;
+}
+
+static bool program_selected(const char *list)
+{
+	const char *me = program_invocation_short_name;
+	size_t n = strlen(me);
+	const char *p = list;
+
+	while (p && *p) {
+		if (!strncmp(p, me, n) && (p[n] == ',' || !p[n]))
+			return true;
+		p = strchr(p, ',');
+		p = p ? p + 1 : NULL;
+	}
+	return false;
+}
+
+/* ---- hosts without an RDMA path ---- */
+
+static bool same_host(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	return a->sa_family == b->ss_family &&
+	       !memcmp(addr_of(a), addr_of((const struct sockaddr *)b),
+		       a->sa_family == AF_INET ? 4 : 16);
+}
+
+static bool neg_cached(const struct sockaddr *sa)
+{
+	time_t now = time(NULL);
+	bool hit = false;
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < NEG_SLOTS && !hit; i++)
+		hit = neg[i].until > now && same_host(sa, &neg[i].addr);
+	pthread_mutex_unlock(&lock);
+	return hit;
+}
+
+static void neg_add(const struct sockaddr *sa, socklen_t len)
+{
+	time_t now = time(NULL);
+	int i, old = 0;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < NEG_SLOTS; i++) {
+		if (neg[i].until <= now) {
+			old = i;
+			break;
+		}
+		if (neg[i].until < neg[old].until)
+			old = i;
+	}
+	memset(&neg[old].addr, 0, sizeof(neg[old].addr));
+	memcpy(&neg[old].addr, sa, len < sizeof(neg[old].addr) ? len : sizeof(neg[old].addr));
+	neg[old].until = now + NEG_TTL;
+	pthread_mutex_unlock(&lock);
+}
+
+/* ---- the process's /dev/rdmashare file, for CONNECTs ---- */
+
+/* A file set up with only what AC files need; -1 if it cannot be had. */
+static int dev_open(void)
+{
+	struct rdmashare_setup p;
+	unsigned long long files;
+	int fd;
+
+	fd = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	/* As many send buffers as RLIMIT_MEMLOCK allows, 256 at most. */
+	for (files = 256ULL * SNDBUF; files >= SNDBUF; files /= 2) {
+		memset(&p, 0, sizeof(p));
+		p.size = sizeof(p);
+		p.flags = RDMASHARE_SETUP_FILES;
+		p.sq_entries = 1;
+		p.data_size = 4096;
+		p.files_size = files;
+		if (!ioctl(fd, RDMASHARE_IOC_SETUP, &p))
+			return fd;
+		if (errno != ENOMEM)
+			break;
+	}
+	say("no rdmashare file: %s", strerror(errno));
+	real.close(fd);
+	return -1;
+}
+
+/* The file, opened once; a full one is replaced (its AC files keep it). */
+static int dev_get(bool full)
+{
+	int fd, old = -1;
+
+	pthread_mutex_lock(&lock);
+	if (dev_fd == -1 || (full && dev_fd >= 0)) {
+		old = dev_fd;
+		dev_fd = dev_open();
+		if (dev_fd < 0)
+			dev_fd = full ? -1 : -2;
+	}
+	fd = dev_fd;
+	pthread_mutex_unlock(&lock);
+	if (old >= 0)
+		real.close(old);
+	return fd;
+}
+
+/* ---- connect ---- */
+
+/*
+ * An AC file to @sa, in place of the socket @fd: 0, or -errno (the socket
+ * untouched).
+ */
+static int rdma_connect(int fd, const struct sockaddr *sa)
+{
+	struct rdmashare_connect c = { .size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE };
+	int dev, fl, fdfl, tries, err = 0;
+
+	c.peer.family = sa->sa_family;
+	c.peer.port = port_of(sa);
+	memcpy(c.peer.addr, addr_of(sa), sa->sa_family == AF_INET ? 4 : 16);
+	c.timeout_ms = CONNECT_MS;
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	c.file.flags = RDMASHARE_FILE_CLOEXEC | (fl & O_NONBLOCK ? RDMASHARE_FILE_NONBLOCK : 0);
+	c.file.sndbuf = SNDBUF;
+	for (tries = 0; tries < 2; tries++) {
+		dev = dev_get(tries);
+		if (dev < 0)
+			return -ENODEV;
+		if (!ioctl(dev, RDMASHARE_IOC_CONNECT, &c))
+			break;
+		err = -errno;
+		/* A full file area: a new file for the next ones. */
+		if (err != -ENOSPC)
+			return err;
+	}
+	if (tries == 2)
+		return err;
+	if (real.dup3(c.file.fd, fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0) {
+		err = -errno;
+		real.close(c.file.fd);
+		return err;
+	}
+	real.close(c.file.fd);
+	set_kind(fd, RSP_ACFILE);
+	return 0;
+}
+
+RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	int err;
+
+	if (kind(fd) != RSP_CAND || !sa || len < sizeof(struct sockaddr_in) ||
+	    !selected(sa, false) || neg_cached(sa))
+		return real.connect(fd, sa, len);
+	set_kind(fd, RSP_NONE);
+	err = rdma_connect(fd, sa);
+	say("connect fd %d port %u: %s", fd, port_of(sa), err ? strerror(-err) : "rdmashare");
+	if (!err)
+		return 0;
+	if (err == -EINTR) {
+		set_kind(fd, RSP_CAND);
+		errno = EINTR;
+		return -1;
+	}
+	/* No RDMA path to the host (no device has its route): TCP for a while. */
+	if (err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ENETUNREACH ||
+	    (err == -ENODEV && dev_fd >= 0))
+		neg_add(sa, len);
+	return real.connect(fd, sa, len);
+}
+
+/* ---- listen and accept ---- */
+
+RSP_EXPORT int listen(int fd, int backlog)
+{
+	struct rdmashare_listen l = { .size = sizeof(l), .flags = RDMASHARE_LISTEN_FD };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int tcp = -1, dev, ep = -1, fl, fdfl;
+	struct rsp_fd *e = rsp(fd);
+
+	if (kind(fd) != RSP_CAND || !e)
+		return real.listen(fd, backlog);
+	if (real.listen(fd, backlog) < 0)
+		return -1;
+	set_kind(fd, RSP_NONE);
+	if (real.getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    !selected((struct sockaddr *)&ss, true))
+		return 0;
+
+	l.port = port_of((struct sockaddr *)&ss);
+	l.backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
+	l.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
+	l.file.sndbuf = SNDBUF;
+	l.max_files = LISTEN_FILES;
+	dev = open(DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, &l) < 0) {
+		/* Fewer send buffers if RLIMIT_MEMLOCK is small. */
+		l.max_files = 64;
+		if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, &l) < 0) {
+			say("listen port %u: TCP only (%s)", l.port, strerror(errno));
+			if (dev >= 0)
+				real.close(dev);
+			return 0;
+		}
+	}
+	real.close(dev);
+
+	/* The TCP listener moves; the program's number becomes the epoll. */
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	tcp = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (tcp < 0 || ep < 0 || rsp(tcp) == NULL || rsp(l.file.fd) == NULL)
+		goto out_tcp_only;
+	fcntl(tcp, F_SETFL, fl | O_NONBLOCK);
+	ev.data.fd = tcp;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, tcp, &ev))
+		goto out_tcp_only;
+	ev.data.fd = l.file.fd;
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, l.file.fd, &ev))
+		goto out_tcp_only;
+	e->tcp = tcp;
+	e->lfile = l.file.fd;
+	e->turn = 0;
+	if (real.dup3(ep, fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0)
+		goto out_tcp_only;
+	real.close(ep);
+	fcntl(fd, F_SETFL, fl & O_NONBLOCK);
+	set_kind(fd, RSP_LISTEN);
+	say("listen fd %d port %u: rdmashare and TCP", fd, l.port);
+	return 0;
+
+out_tcp_only:
+	say("listen port %u: TCP only (%s)", l.port, strerror(errno));
+	if (ep >= 0)
+		real.close(ep);
+	if (tcp >= 0)
+		real.close(tcp);
+	real.close(l.file.fd);
+	return 0;
+}
+
+static unsigned int file_flags(int flags)
+{
+	return (flags & SOCK_NONBLOCK ? RDMASHARE_FILE_NONBLOCK : 0) |
+	       (flags & SOCK_CLOEXEC ? RDMASHARE_FILE_CLOEXEC : 0);
+}
+
+/* A connection of the listener @fd, rdmashare's or TCP's. */
+static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	struct rdmashare_accept a = { .size = sizeof(a) };
+	struct rsp_fd *e = rsp(fd);
+	struct epoll_event ev;
+	int i, n, which;
+
+	for (;;) {
+		for (i = 0; i < 2; i++) {
+			which = (e->turn + i) & 1;
+			if (which == 0) {
+				a.flags = RDMASHARE_ACCEPT_NONBLOCK;
+				a.file.flags = file_flags(flags);
+				if (!ioctl(e->lfile, RDMASHARE_IOC_ACCEPT, &a)) {
+					e->turn ^= 1;
+					n = a.file.fd;
+					set_kind(n, RSP_ACFILE);
+					if (sa && len) {
+						struct sockaddr_storage ss = { .ss_family = a.peer.family };
+						socklen_t sl = a.peer.family == AF_INET ?
+							sizeof(struct sockaddr_in) :
+							sizeof(struct sockaddr_in6);
+
+						memcpy((void *)addr_of((struct sockaddr *)&ss),
+						       a.peer.addr, a.peer.family == AF_INET ? 4 : 16);
+						memcpy(sa, &ss, sl < *len ? sl : *len);
+						*len = sl;
+					}
+					return n;
+				}
+				/* ENOSPC: it waits; TCP's turn. */
+				if (errno != EAGAIN && errno != ENOSPC)
+					return -1;
+			} else {
+				n = real.accept4(e->tcp, sa, len, flags);
+				if (n >= 0) {
+					e->turn ^= 1;
+					set_kind(n, RSP_NONE);
+					return n;
+				}
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					return -1;
+			}
+		}
+		if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+			errno = EAGAIN;
+			return -1;
+		}
+		n = epoll_wait(fd, &ev, 1, -1);
+		if (n < 0)
+			return -1;
+	}
+}
+
+RSP_EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+	if (kind(fd) == RSP_LISTEN)
+		return accept_either(fd, sa, len, flags);
+	return real.accept4(fd, sa, len, flags);
+}
+
+RSP_EXPORT int accept(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	if (kind(fd) == RSP_LISTEN)
+		return accept_either(fd, sa, len, 0);
+	return real.accept(fd, sa, len);
+}
+
+/* ---- descriptors ---- */
+
+RSP_EXPORT int socket(int domain, int type, int protocol)
+{
+	int fd = real.socket(domain, type, protocol);
+
+	if (fd >= 0 && enabled && (domain == AF_INET || domain == AF_INET6) &&
+	    (type & 0xf) == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP))
+		set_kind(fd, RSP_CAND);
+	else if (fd >= 0)
+		set_kind(fd, RSP_NONE);
+	return fd;
+}
+
+/* @fd is no longer what the table says: a listener's hidden halves go. */
+static void forget(int fd)
+{
+	struct rsp_fd *e = rsp(fd);
+
+	if (!e)
+		return;
+	if (kind(fd) == RSP_LISTEN) {
+		real.close(e->tcp);
+		real.close(e->lfile);
+	}
+	set_kind(fd, RSP_NONE);
+}
+
+RSP_EXPORT int close(int fd)
+{
+	forget(fd);
+	return real.close(fd);
+}
+
+RSP_EXPORT int dup2(int old, int new)
+{
+	int ret;
+
+	if (old == new || kind(old) == RSP_LISTEN)
+		return real.dup2(old, new);
+	ret = real.dup2(old, new);
+	if (ret >= 0) {
+		forget(new);
+		set_kind(new, kind(old));
+	}
+	return ret;
+}
+
+RSP_EXPORT int dup3(int old, int new, int flags)
+{
+	int ret;
+
+	if (kind(old) == RSP_LISTEN)
+		return real.dup3(old, new, flags);
+	ret = real.dup3(old, new, flags);
+	if (ret >= 0) {
+		forget(new);
+		set_kind(new, kind(old));
+	}
+	return ret;
+}
+
+/*
+ * Whether @fd is an AC file: known, or found so when the kernel refused a
+ * socket call on it (one inherited across exec, or dup'ed elsewhere).
+ */
+static bool is_acfile(int fd, int err)
+{
+	struct rdmashare_file_info fi = { .size = sizeof(fi) };
+
+	if (kind(fd) == RSP_ACFILE)
+		return true;
+	if (err != ENOTSOCK || ioctl(fd, RDMASHARE_IOC_FILE_INFO, &fi))
+		return false;
+	set_kind(fd, RSP_ACFILE);
+	return true;
+}
+
+/* ---- data ---- */
+
+/*
+ * @fn (a read or a write of @iov) on the AC file @fd with a socket call's
+ * @flags: MSG_DONTWAIT for this call alone, MSG_NOSIGNAL without SIGPIPE,
+ * MSG_WAITALL until all came or the stream ended.
+ */
+static ssize_t acfile_io(int fd, const struct iovec *iov, int iovcnt, int flags, bool out)
+{
+	sigset_t pipe_set, old_set, pending;
+	bool nonblock = false, sigpipe_pending = false, masked = false;
+	size_t want = 0, done = 0;
+	ssize_t n = 0;
+	int fl = 0, i, err;
+
+	if (!out && (flags & MSG_PEEK)) {
+		errno = EOPNOTSUPP;
+		return -1;
+	}
+	for (i = 0; i < iovcnt; i++)
+		want += iov[i].iov_len;
+	if (flags & MSG_DONTWAIT) {
+		fl = fcntl(fd, F_GETFL);
+		nonblock = fl >= 0 && !(fl & O_NONBLOCK);
+		if (nonblock)
+			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	}
+	if (out && (flags & MSG_NOSIGNAL)) {
+		sigemptyset(&pipe_set);
+		sigaddset(&pipe_set, SIGPIPE);
+		pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+		sigpending(&pending);
+		sigpipe_pending = sigismember(&pending, SIGPIPE);
+		masked = true;
+	}
+	do {
+		struct iovec rest[64];
+		size_t skip = done;
+		int cnt = 0;
+
+		for (i = 0; i < iovcnt && cnt < 64; i++) {
+			if (skip >= iov[i].iov_len) {
+				skip -= iov[i].iov_len;
+				continue;
+			}
+			rest[cnt].iov_base = (char *)iov[i].iov_base + skip;
+			rest[cnt++].iov_len = iov[i].iov_len - skip;
+			skip = 0;
+		}
+		if (!cnt)
+			break;
+		n = out ? writev(fd, rest, cnt) : readv(fd, rest, cnt);
+		if (n > 0)
+			done += n;
+	} while (n > 0 && done < want && !out && (flags & MSG_WAITALL));
+	err = errno;
+	if (masked) {
+		struct timespec zero = { 0 };
+
+		/* Ours, not one that was there before: taken. */
+		if (n < 0 && err == EPIPE && !sigpipe_pending)
+			sigtimedwait(&pipe_set, NULL, &zero);
+		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+	}
+	if (nonblock)
+		fcntl(fd, F_SETFL, fl);
+	if (done)
+		return done;
+	errno = err;
+	return n;
+}
+
+static ssize_t acfile_one(int fd, void *buf, size_t len, int flags, bool out)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return acfile_io(fd, &iov, 1, flags, out);
+}
+
+RSP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	ssize_t n;
+
+	if (kind(fd) == RSP_ACFILE)
+		return acfile_one(fd, (void *)buf, len, flags, true);
+	n = real.send(fd, buf, len, flags);
+	if (n < 0 && is_acfile(fd, errno))
+		return acfile_one(fd, (void *)buf, len, flags, true);
+	return n;
+}
+
+RSP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	ssize_t n;
+
+	if (kind(fd) == RSP_ACFILE)
+		return acfile_one(fd, buf, len, flags, false);
+	n = real.recv(fd, buf, len, flags);
+	if (n < 0 && is_acfile(fd, errno))
+		return acfile_one(fd, buf, len, flags, false);
+	return n;
+}
+
+RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+			  const struct sockaddr *sa, socklen_t alen)
+{
+	ssize_t n;
+
+	if (kind(fd) == RSP_ACFILE)
+		return acfile_one(fd, (void *)buf, len, flags, true);
+	n = real.sendto(fd, buf, len, flags, sa, alen);
+	if (n < 0 && is_acfile(fd, errno))
+		return acfile_one(fd, (void *)buf, len, flags, true);
+	return n;
+}
+
+RSP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
+			    struct sockaddr *sa, socklen_t *alen)
+{
+	ssize_t n;
+
+	if (kind(fd) != RSP_ACFILE) {
+		n = real.recvfrom(fd, buf, len, flags, sa, alen);
+		if (n >= 0 || !is_acfile(fd, errno))
+			return n;
+	}
+	/* A connected stream names no sender, as TCP's does not. */
+	if (alen)
+		*alen = 0;
+	return acfile_one(fd, buf, len, flags, false);
+}
+
+RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
+{
+	ssize_t n;
+
+	if (kind(fd) == RSP_ACFILE)
+		return acfile_io(fd, m->msg_iov, m->msg_iovlen, flags, true);
+	n = real.sendmsg(fd, m, flags);
+	if (n < 0 && is_acfile(fd, errno))
+		return acfile_io(fd, m->msg_iov, m->msg_iovlen, flags, true);
+	return n;
+}
+
+RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
+{
+	ssize_t n;
+
+	if (kind(fd) != RSP_ACFILE) {
+		n = real.recvmsg(fd, m, flags);
+		if (n >= 0 || !is_acfile(fd, errno))
+			return n;
+	}
+	m->msg_namelen = 0;
+	m->msg_controllen = 0;
+	m->msg_flags = 0;
+	return acfile_io(fd, m->msg_iov, m->msg_iovlen, flags, false);
+}
+
+/* ---- socket options and names ---- */
+
+static int file_info(int fd, struct rdmashare_file_info *fi, unsigned int flags)
+{
+	memset(fi, 0, sizeof(*fi));
+	fi->size = sizeof(*fi);
+	fi->flags = flags;
+	return ioctl(fd, RDMASHARE_IOC_FILE_INFO, fi);
+}
+
+static int put_int(void *val, socklen_t *len, int v)
+{
+	if (!val || !len || *len < sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(val, &v, sizeof(v));
+	*len = sizeof(v);
+	return 0;
+}
+
+static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+{
+	struct rdmashare_file_info fi;
+
+	if (level == SOL_SOCKET) {
+		switch (opt) {
+		case SO_ERROR:
+			if (file_info(fd, &fi, RDMASHARE_INFO_TAKE_ERROR))
+				return -1;
+			return put_int(val, len, -fi.error);
+		case SO_TYPE:
+			return put_int(val, len, SOCK_STREAM);
+		case SO_PROTOCOL:
+			return put_int(val, len, IPPROTO_TCP);
+		case SO_DOMAIN:
+			if (file_info(fd, &fi, 0))
+				return -1;
+			return put_int(val, len, fi.peer.family);
+		case SO_ACCEPTCONN:
+		case SO_KEEPALIVE:
+		case SO_REUSEADDR:
+		case SO_REUSEPORT:
+		case SO_OOBINLINE:
+			return put_int(val, len, opt == SO_OOBINLINE);
+		case SO_SNDBUF:
+		case SO_RCVBUF:
+			return put_int(val, len, 2 * SNDBUF);
+		case SO_RCVLOWAT:
+		case SO_SNDLOWAT:
+			return put_int(val, len, 1);
+		case SO_LINGER:
+		case SO_RCVTIMEO:
+		case SO_SNDTIMEO:
+			if (!val || !len) {
+				errno = EFAULT;
+				return -1;
+			}
+			memset(val, 0, *len);
+			return 0;
+		}
+	} else if (level == IPPROTO_TCP) {
+		switch (opt) {
+		case TCP_NODELAY:
+			return put_int(val, len, 1);
+		case TCP_CORK:
+		case TCP_QUICKACK:
+			return put_int(val, len, 0);
+		case TCP_MAXSEG:
+			return put_int(val, len, 16384);
+		case TCP_INFO:
+			if (!val || !len) {
+				errno = EFAULT;
+				return -1;
+			}
+			/* Nothing TCP's to tell: established, no losses. */
+			memset(val, 0, *len);
+			if (*len >= 1)
+				((unsigned char *)val)[0] = TCP_ESTABLISHED;
+			return 0;
+		}
+	}
+	errno = ENOPROTOOPT;
+	return -1;
+}
+
+RSP_EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
+{
+	int k = kind(fd), ret;
+
+	if (k == RSP_LISTEN)
+		return real.getsockopt(rsp(fd)->tcp, level, opt, val, len);
+	if (k == RSP_ACFILE)
+		return acfile_getsockopt(fd, level, opt, val, len);
+	ret = real.getsockopt(fd, level, opt, val, len);
+	if (ret < 0 && is_acfile(fd, errno))
+		return acfile_getsockopt(fd, level, opt, val, len);
+	return ret;
+}
+
+/* Options an AC file takes and has no use for, as TCP's would be set. */
+static int acfile_setsockopt(int level, int opt)
+{
+	if ((level == SOL_SOCKET &&
+	     (opt == SO_KEEPALIVE || opt == SO_LINGER || opt == SO_SNDBUF || opt == SO_RCVBUF ||
+	      opt == SO_REUSEADDR || opt == SO_REUSEPORT || opt == SO_RCVLOWAT ||
+	      opt == SO_SNDLOWAT || opt == SO_RCVTIMEO || opt == SO_SNDTIMEO ||
+	      opt == SO_PRIORITY || opt == SO_OOBINLINE)) ||
+	    (level == IPPROTO_TCP &&
+	     (opt == TCP_NODELAY || opt == TCP_CORK || opt == TCP_QUICKACK ||
+	      opt == TCP_KEEPIDLE || opt == TCP_KEEPINTVL || opt == TCP_KEEPCNT ||
+	      opt == TCP_USER_TIMEOUT)) ||
+	    (level == IPPROTO_IP && opt == IP_TOS) ||
+	    (level == IPPROTO_IPV6 && opt == IPV6_TCLASS))
+		return 0;
+	errno = ENOPROTOOPT;
+	return -1;
+}
+
+RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
+{
+	int k = kind(fd), ret;
+
+	if (k == RSP_LISTEN)
+		return real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
+	if (k == RSP_ACFILE)
+		return acfile_setsockopt(level, opt);
+	ret = real.setsockopt(fd, level, opt, val, len);
+	if (ret < 0 && is_acfile(fd, errno))
+		return acfile_setsockopt(level, opt);
+	return ret;
+}
+
+static int put_addr(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len)
+{
+	struct sockaddr_storage ss;
+	socklen_t n;
+
+	memset(&ss, 0, sizeof(ss));
+	ss.ss_family = a->family;
+	if (a->family == AF_INET) {
+		((struct sockaddr_in *)&ss)->sin_port = htons(a->port);
+		memcpy(&((struct sockaddr_in *)&ss)->sin_addr, a->addr, 4);
+		n = sizeof(struct sockaddr_in);
+	} else {
+		((struct sockaddr_in6 *)&ss)->sin6_port = htons(a->port);
+		memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, a->addr, 16);
+		n = sizeof(struct sockaddr_in6);
+	}
+	memcpy(sa, &ss, n < *len ? n : *len);
+	*len = n;
+	return 0;
+}
+
+static int acfile_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
+{
+	struct rdmashare_file_info fi;
+
+	if (file_info(fd, &fi, 0))
+		return -1;
+	if (peer && fi.state != RDMASHARE_AC_STATE_OPEN) {
+		errno = ENOTCONN;
+		return -1;
+	}
+	return put_addr(peer ? &fi.peer : &fi.local, sa, len);
+}
+
+RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	int k = kind(fd), ret;
+
+	if (k == RSP_LISTEN)
+		return real.getsockname(rsp(fd)->tcp, sa, len);
+	if (k == RSP_ACFILE)
+		return acfile_name(fd, sa, len, false);
+	ret = real.getsockname(fd, sa, len);
+	if (ret < 0 && is_acfile(fd, errno))
+		return acfile_name(fd, sa, len, false);
+	return ret;
+}
+
+RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	int k = kind(fd), ret;
+
+	if (k == RSP_LISTEN)
+		return real.getpeername(rsp(fd)->tcp, sa, len);
+	if (k == RSP_ACFILE)
+		return acfile_name(fd, sa, len, true);
+	ret = real.getpeername(fd, sa, len);
+	if (ret < 0 && is_acfile(fd, errno))
+		return acfile_name(fd, sa, len, true);
+	return ret;
+}
+
+static int acfile_shutdown(int fd, int how)
+{
+	struct rdmashare_shutdown sh = { .size = sizeof(sh) };
+
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
+		errno = EINVAL;
+		return -1;
+	}
+	/* Reading is not shut here: what comes is read or dropped at close. */
+	if (how == SHUT_RD)
+		return 0;
+	return ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &sh);
+}
+
+RSP_EXPORT int shutdown(int fd, int how)
+{
+	int k = kind(fd), ret;
+
+	if (k == RSP_LISTEN)
+		return real.shutdown(rsp(fd)->tcp, how);
+	if (k == RSP_ACFILE)
+		return acfile_shutdown(fd, how);
+	ret = real.shutdown(fd, how);
+	if (ret < 0 && is_acfile(fd, errno))
+		return acfile_shutdown(fd, how);
+	return ret;
+}
+
+/* ---- start ---- */
+
+#define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
+
+__attribute__((constructor)) static void rsp_init(void)
+{
+	struct rlimit rl;
+	const char *progs;
+
+	RESOLVE(socket);
+	RESOLVE(connect);
+	RESOLVE(listen);
+	RESOLVE(accept);
+	RESOLVE(accept4);
+	RESOLVE(close);
+	RESOLVE(dup2);
+	RESOLVE(dup3);
+	RESOLVE(shutdown);
+	RESOLVE(getsockopt);
+	RESOLVE(setsockopt);
+	RESOLVE(getsockname);
+	RESOLVE(getpeername);
+	RESOLVE(send);
+	RESOLVE(recv);
+	RESOLVE(sendto);
+	RESOLVE(recvfrom);
+	RESOLVE(sendmsg);
+	RESOLVE(recvmsg);
+
+	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
+	nr_fds = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 :
+		 (int)rl.rlim_max;
+	fds = calloc(nr_fds, sizeof(*fds));
+	if (!fds) {
+		nr_fds = 0;
+		return;
+	}
+	parse_ports(conf("RDMASHARE_PORTS"));
+	parse_nets(conf("RDMASHARE_NETS"));
+	progs = conf("RDMASHARE_PROGRAMS");
+	enabled = !progs || program_selected(progs);
+	say("%s for %s", enabled ? "on" : "off", program_invocation_short_name);
+}
