@@ -13,6 +13,9 @@
  *  - no_module_client: the client cannot open /dev/rdmashare (as on a host
  *    without the module): TCP.
  *  - policy_port: RDMASHARE_PORTS leaves the port out: TCP.
+ *  - iperf3: 2 s each way (-R), its JSON's bytes over rdmashare.
+ *  - sockperf: 64 B ping-pong for 2 s with both ends on select, poll and
+ *    epoll in turn, its observations over rdmashare.
  */
 #include <libgen.h>
 
@@ -25,6 +28,7 @@
 #define IN		"/tmp/rs-preload.in"
 #define OUT		"/tmp/rs-preload.out"
 #define LISTENERS	"/sys/kernel/debug/rdmashare/listeners"
+#define FEED		"/tmp/rs-preload.feed"
 
 static char run[512];
 static const char *ip;
@@ -185,6 +189,75 @@ TEST_F_TIMEOUT(pl, policy_port, 180)
 	nc_pair(srv, cli, sizeof(srv), pre, pre);
 	ASSERT_EQ(0, copy_with(srv, cli, false));
 	check_transport(_metadata, self->rs0, self->tcp0, false);
+}
+
+/* A number after @key in @path's text; -1 if none. */
+static double number_after(const char *path, const char *key)
+{
+	static char buf[1 << 16];
+	const char *p;
+	FILE *f;
+	size_t n;
+
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strstr(buf, key);
+	return p ? strtod(p + strlen(key), NULL) : -1;
+}
+
+TEST_F_TIMEOUT(pl, iperf3, 180)
+{
+	const char *dir[] = { "", "-R" };
+	int i;
+
+	if (rs_sh("command -v iperf3 >/dev/null"))
+		SKIP(return, "no iperf3");
+	for (i = 0; i < 2; i++) {
+		self->rs0 = rs_tx_bytes();
+		self->tcp0 = tcp_out_segs();
+		ASSERT_EQ(0, rs_sh("(%s iperf3 -s -1 -B %s -p %d >/dev/null 2>&1 & pid=$!; "
+				   "for i in $(seq 100); do grep -qw %d " LISTENERS " && break; "
+				   "sleep 0.1; done; timeout 60 %s iperf3 -c %s -p %d -t 2 %s -J > "
+				   OUT "; c=$?; wait $pid; [ $c = 0 ])",
+				   run, ip, PORT, PORT, run, ip, PORT, dir[i]));
+		TH_LOG("iperf3 %s", dir[i][0] ? "reverse" : "forward");
+		ASSERT_EQ(0, rs_sh("python3 -c 'import json,sys; d=json.load(open(\"" OUT "\")); "
+				   "sys.exit(0 if d[\"end\"][\"sum_received\"][\"bytes\"] > %d "
+				   "and \"error\" not in d else 1)'", 1 << 20));
+		check_transport(_metadata, self->rs0, self->tcp0, true);
+	}
+}
+
+TEST_F_TIMEOUT(pl, sockperf, 180)
+{
+	const char *mux[] = { "s", "p", "e" };
+	double seen;
+	long rs;
+	int i;
+
+	if (rs_sh("command -v sockperf >/dev/null"))
+		SKIP(return, "no sockperf");
+	for (i = 0; i < 3; i++) {
+		self->rs0 = rs_tx_bytes();
+		/* -F needs a feed file: one TCP connection, both ends on the mux. */
+		ASSERT_EQ(0, rs_sh("echo T:%s:%d > " FEED, ip, PORT));
+		ASSERT_EQ(0, rs_sh("(timeout 60 %s sockperf sr -f " FEED " -F %s >/dev/null 2>&1 & "
+				   "pid=$!; for i in $(seq 100); do grep -qw %d " LISTENERS " && break; "
+				   "sleep 0.1; done; timeout 60 %s sockperf pp -f " FEED " -F %s -t 2 "
+				   "-m 64 > " OUT " 2>&1; c=$?; kill $pid; wait $pid; [ $c = 0 ])",
+				   run, mux[i], PORT, run, mux[i]));
+		seen = number_after(OUT, "ReceivedMessages=");
+		rs = rs_tx_bytes() - self->rs0;
+		TH_LOG("sockperf, server on %s: %.0f round trips, %ld bytes over rdmashare",
+		       mux[i][0] == 's' ? "select" : mux[i][0] == 'p' ? "poll" : "epoll", seen, rs);
+		EXPECT_LT(100, seen);
+		/* Each round trip is 64 B each way. */
+		EXPECT_LE(seen * 128, rs);
+	}
 }
 
 TEST_HARNESS_MAIN

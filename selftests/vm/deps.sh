@@ -25,7 +25,7 @@ PKGS=(
 	# benchmarks: make bench-sched's plot
 	python3-matplotlib
 	# unmodified programs under rdmashare-run (rdmashare_preload_test)
-	netcat-openbsd socat
+	netcat-openbsd socat iperf3 sockperf
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
 	# the install stage: udev applies the installed rule in the guests
