@@ -42,7 +42,10 @@
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
+#include <linux/sockios.h>
 #include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <asm/ioctls.h>
 
 #include "acfile.h"
 #include "ioctl.h"
@@ -307,22 +310,44 @@ static bool rs_acfile_writable(struct rs_ac *ac)
 	return rs_acfile_tx_err(ac) || rs_acfile_room(ac);
 }
 
-static ssize_t rs_acfile_read(struct file *filp, char __user *buf, size_t len, loff_t *ppos)
+/* Whether a read or write that would wait returns EAGAIN instead. */
+static bool rs_acfile_nowait(struct kiocb *iocb)
 {
-	struct rs_ac *ac = filp->private_data;
+	return (iocb->ki_filp->f_flags & O_NONBLOCK) || (iocb->ki_flags & IOCB_NOWAIT);
+}
+
+/*
+ * The read or write lock.  A reader holds its lock while it waits for
+ * data, so IOCB_NOWAIT (RWF_NOWAIT, io_uring) only tries it: EAGAIN.
+ */
+static int rs_acfile_lock(struct kiocb *iocb, struct mutex *lock)
+{
+	if (iocb->ki_flags & IOCB_NOWAIT)
+		return mutex_trylock(lock) ? 0 : -EAGAIN;
+	return mutex_lock_interruptible(lock) ? -ERESTARTSYS : 0;
+}
+
+/*
+ * read(2) and readv(2).  A fault copies what it can: the bytes copied are
+ * read, and the read returns them, or EFAULT if there are none.
+ */
+static ssize_t rs_acfile_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct rs_ac *ac = iocb->ki_filp->private_data;
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
 	u32 idx, have, take, conn;
+	size_t done = 0, copied;
 	ssize_t ret = 0;
-	size_t done = 0;
 	bool empty, gone;
 	int end;
 
-	if (!len)
+	if (!iov_iter_count(to))
 		return 0;
-	if (mutex_lock_interruptible(&af->read_lock))
-		return -ERESTARTSYS;
-	while (done < len) {
+	ret = rs_acfile_lock(iocb, &af->read_lock);
+	if (ret)
+		return ret;
+	while (iov_iter_count(to)) {
 		end = rs_acfile_rx_end(ac);
 		/* The end seen, all chunks before it are seen: see above. */
 		smp_rmb();
@@ -336,7 +361,7 @@ static ssize_t rs_acfile_read(struct file *filp, char __user *buf, size_t len, l
 				ret = end;
 				break;
 			}
-			if (filp->f_flags & O_NONBLOCK) {
+			if (rs_acfile_nowait(iocb)) {
 				ret = -EAGAIN;
 				break;
 			}
@@ -346,47 +371,53 @@ static ssize_t rs_acfile_read(struct file *filp, char __user *buf, size_t len, l
 			continue;
 		}
 		/* Only this reader takes chunks: the slot stays while it copies. */
-		take = min_t(size_t, have, len - done);
-		if (copy_to_user(buf + done, rf->data + rf->rx_offset +
-				 (size_t)idx * rf->rx_slot_size + af->rx_cursor, take)) {
-			ret = -EFAULT;
-			break;
-		}
-		done += take;
+		take = min_t(size_t, have, iov_iter_count(to));
+		copied = copy_to_iter(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size +
+				      af->rx_cursor, take, to);
+		done += copied;
 		spin_lock_irq(&rf->rx_lock);
-		af->rx_cursor += take;
+		af->rx_cursor += copied;
 		gone = af->rx_cursor == rf->slots[idx].len;
 		if (gone)
 			conn = rs_acfile_pop(ac);
 		spin_unlock_irq(&rf->rx_lock);
 		if (gone)
 			rs_rx_slot_back(rf, ac, conn);
+		if (copied < take) {
+			ret = -EFAULT;
+			break;
+		}
 	}
 	mutex_unlock(&af->read_lock);
 	return done ? done : ret;
 }
 
-static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t len,
-			       loff_t *ppos)
+/*
+ * write(2) and writev(2), and splice(2) and sendfile(2) into the AC file
+ * (iter_file_splice_write()).  A fault sends what was copied before it: the
+ * write returns those bytes, or EFAULT if there are none.
+ */
+static ssize_t rs_acfile_write_iter(struct kiocb *iocb, struct iov_iter *from)
 {
-	struct rs_ac *ac = filp->private_data;
+	struct rs_ac *ac = iocb->ki_filp->private_data;
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
+	size_t done = 0, copied;
 	struct rs_send *op;
 	u32 used, take;
 	ssize_t ret = 0;
-	size_t done = 0;
 
-	if (!len)
+	if (!iov_iter_count(from))
 		return 0;
-	if (mutex_lock_interruptible(&af->write_lock))
-		return -ERESTARTSYS;
-	while (done < len) {
+	ret = rs_acfile_lock(iocb, &af->write_lock);
+	if (ret)
+		return ret;
+	while (iov_iter_count(from)) {
 		ret = rs_acfile_tx_err(ac);
 		if (ret)
 			break;
 		if (!rs_acfile_room(ac)) {
-			if (filp->f_flags & O_NONBLOCK) {
+			if (rs_acfile_nowait(iocb)) {
 				ret = -EAGAIN;
 				break;
 			}
@@ -408,10 +439,11 @@ static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t
 		spin_lock_irq(&af->lock);
 		used = af->tx_head - af->tx_tail;
 		spin_unlock_irq(&af->lock);
-		take = min3(len - done, (size_t)(af->sndbuf_len - used),
+		take = min3(iov_iter_count(from), (size_t)(af->sndbuf_len - used),
 			    (size_t)(af->sndbuf_len - af->tx_at));
 		take = min_t(u32, take, RS_PROTO_MAX_MSG);
-		if (copy_from_user(rf->data + af->sndbuf + af->tx_at, buf + done, take)) {
+		copied = copy_from_iter(rf->data + af->sndbuf + af->tx_at, take, from);
+		if (!copied) {
 			ret = -EFAULT;
 			break;
 		}
@@ -420,25 +452,28 @@ static ssize_t rs_acfile_write(struct file *filp, const char __user *buf, size_t
 		op->opcode = RDMASHARE_OP_SEND;
 		op->file = true;
 		op->addr = af->sndbuf + af->tx_at;
-		op->len = take;
+		op->len = copied;
 		op->user_data = af->tx_head;
 		spin_lock_irq(&af->lock);
-		af->tx_head += take;
+		af->tx_head += copied;
 		af->op_head++;
 		spin_unlock_irq(&af->lock);
 		ret = rs_ac_queue(ac, op, NULL);
 		if (ret) {
 			/* Not queued: not written; nothing older waits on it. */
 			spin_lock_irq(&af->lock);
-			af->tx_head -= take;
+			af->tx_head -= copied;
 			af->op_head--;
 			spin_unlock_irq(&af->lock);
 			break;
 		}
-		af->tx_at += take;
+		af->tx_at += copied;
 		if (af->tx_at == af->sndbuf_len)
 			af->tx_at = 0;
-		done += take;
+		done += copied;
+		/* A fault: what was copied before it is written, and no more. */
+		if (copied < take)
+			break;
 	}
 	mutex_unlock(&af->write_lock);
 out_unlocked:
@@ -575,6 +610,18 @@ static u32 rs_acfile_rx_bytes(struct rs_ac *ac)
 	return n;
 }
 
+/* Bytes written whose SENDs have not completed (the peer has not acked). */
+static u32 rs_acfile_tx_bytes(struct rs_ac *ac)
+{
+	struct rs_acfile *af = ac->af;
+	u32 n;
+
+	spin_lock_irq(&af->lock);
+	n = af->tx_head - af->tx_tail;
+	spin_unlock_irq(&af->lock);
+	return n;
+}
+
 /* RDMASHARE_IOC_FILE_INFO: a socket's SO_ERROR, names and queues. */
 static int rs_acfile_info(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
 {
@@ -601,9 +648,7 @@ static int rs_acfile_info(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 	}
 	rs_ac_addrs(ac, &fi->local, &fi->peer);
 	fi->rx_bytes = rs_acfile_rx_bytes(ac);
-	spin_lock_irq(&af->lock);
-	fi->tx_bytes = af->tx_head - af->tx_tail;
-	spin_unlock_irq(&af->lock);
+	fi->tx_bytes = rs_acfile_tx_bytes(ac);
 	return 0;
 }
 
@@ -614,15 +659,29 @@ static const struct rs_ioctl_op rs_acfile_ioctl_ops[] = {
 	RS_IOCTL_OP(RDMASHARE_CMD_FILE_INFO, rs_acfile_info, struct rdmashare_file_info, resv),
 };
 
+/*
+ * FIONREAD (SIOCINQ) and SIOCOUTQ answer as TCP's do, with an int: the
+ * bytes a read would return now, and the bytes written and not yet
+ * acknowledged.  The rest are rdmashare's own.
+ */
 static long rs_acfile_ioctl(struct file *filp, unsigned int cmd, unsigned long arg)
 {
+	struct rs_ac *ac = filp->private_data;
+
+	switch (cmd) {
+	case SIOCINQ:
+		return put_user((int)rs_acfile_rx_bytes(ac), (int __user *)arg);
+	case SIOCOUTQ:
+		return put_user((int)rs_acfile_tx_bytes(ac), (int __user *)arg);
+	}
 	return rs_ioctl_run(filp, cmd, arg, rs_acfile_ioctl_ops, ARRAY_SIZE(rs_acfile_ioctl_ops));
 }
 
 static const struct file_operations rs_acfile_fops = {
 	.owner = THIS_MODULE,
-	.read = rs_acfile_read,
-	.write = rs_acfile_write,
+	.read_iter = rs_acfile_read_iter,
+	.write_iter = rs_acfile_write_iter,
+	.splice_write = iter_file_splice_write,
 	.poll = rs_acfile_poll,
 	.unlocked_ioctl = rs_acfile_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
@@ -646,6 +705,8 @@ int rs_acfile_bind(struct rs_ac *ac, struct rs_acfile_res *res,
 		return PTR_ERR(file);
 	/* No lseek, pread or pwrite: a stream. */
 	stream_open(file_inode(file), file);
+	/* IOCB_NOWAIT gets EAGAIN for what would wait: RWF_NOWAIT, io_uring. */
+	file->f_mode |= FMODE_NOWAIT;
 	kref_get(&ac->ref);		/* the file's */
 	af->bound = true;
 	af->page = res->page;

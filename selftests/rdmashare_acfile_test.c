@@ -10,13 +10,19 @@
  * From the second review: SHUTDOWN beside a writer blocked for room, an AC
  * file closed with data unsent by a process that exits (its listener goes,
  * the data lingers linger_ms), and RELEASE of a slot whose id was reused.
+ * From issue #33: readv(2) and writev(2) with odd iovecs, sendfile(2) of a
+ * file and splice(2) from a pipe into an AC file, FIONREAD and SIOCOUTQ,
+ * RWF_NOWAIT, and a readv(2) that faults half way.
  */
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
+#include <sys/uio.h>
 
 #include "common.h"
 #include "rdmashare.h"
@@ -899,6 +905,533 @@ TEST(release_under_reused_id)
 	/* The slot goes back, once only. */
 	EXPECT_EQ(0, rs_raw_op(s, RDMASHARE_OP_RELEASE, fid, slot, 0, 2));
 	EXPECT_EQ(-EINVAL, rs_raw_op(s, RDMASHARE_OP_RELEASE, fid, slot, 0, 3));
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* Reads @fd to the end of the stream into @buf; the length, or -errno. */
+static ssize_t read_all(int fd, unsigned char *buf, size_t len)
+{
+	size_t off = 0;
+	ssize_t r;
+
+	while (off < len) {
+		r = read(fd, buf + off, len - off);
+		if (r < 0)
+			return -errno;
+		if (!r)
+			break;
+		off += r;
+	}
+	return off;
+}
+
+/* Odd iovec sizes, 0 among them, that cross chunks, messages and the ring. */
+static const size_t odd_sizes[] = { 1, 3, 0, 4095, 7, 16385, 65537, 13, 2, 30001, 511, 99999 };
+#define N_ODD	(sizeof(odd_sizes) / sizeof(odd_sizes[0]))
+
+/* Up to @max iovecs over @buf's @len bytes, sized from odd_sizes at @k. */
+static int odd_iov(struct iovec *iov, int max, unsigned char *buf, size_t len, size_t k)
+{
+	size_t off = 0, n;
+	int i;
+
+	for (i = 0; i < max && off < len; i++, k++) {
+		n = odd_sizes[k % N_ODD];
+		/* Never all empty: that would read as the end of the stream. */
+		if (!n && !off && i == max - 1)
+			n = 1;
+		if (n > len - off)
+			n = len - off;
+		iov[i].iov_base = buf + off;
+		iov[i].iov_len = n;
+		off += n;
+	}
+	return i;
+}
+
+struct vwriter {
+	int fd;
+	unsigned char *buf;
+	size_t total;
+	ssize_t err;
+};
+
+/* writev(2) of the whole buffer, 1 to 8 odd iovecs at a time, then close. */
+static void *vwriter_fn(void *arg)
+{
+	struct vwriter *w = arg;
+	struct iovec iov[8];
+	size_t off = 0, k = 0;
+	ssize_t r;
+	int n;
+
+	while (off < w->total) {
+		n = odd_iov(iov, 1 + k % 8, w->buf + off, w->total - off, k);
+		k += 5;
+		r = writev(w->fd, iov, n);
+		if (r <= 0) {
+			w->err = r < 0 ? -errno : -EIO;
+			break;
+		}
+		off += r;
+	}
+	close(w->fd);
+	return NULL;
+}
+
+/* 2 MiB of writev(2) read with readv(2), both with odd iovecs: every byte. */
+TEST(readv_writev_odd_iovecs)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 16);
+	size_t total = (2 << 20) + 4321, off = 0, k = 3, i;
+	struct vwriter w = { .total = total };
+	unsigned char *got = calloc(1, total);
+	unsigned long reads = 0;
+	struct iovec iov[8];
+	int cfd, sfd, n;
+	pthread_t t;
+	ssize_t r;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	ASSERT_NE(NULL, got);
+	w.buf = malloc(total);
+	ASSERT_NE(NULL, w.buf);
+	for (i = 0; i < total; i++)
+		w.buf[i] = pat(i);
+	file_pair(_metadata, c, s, PORT + 20, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	w.fd = cfd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, vwriter_fn, &w));
+	for (;;) {
+		/* Room for one byte more than is left: the end is seen. */
+		n = odd_iov(iov, 1 + k % 8, got + off, total - off, k);
+		if (!n) {
+			iov[0].iov_base = &i;
+			iov[0].iov_len = 1;
+			n = 1;
+		}
+		k += 7;
+		r = readv(sfd, iov, n);
+		ASSERT_LE(0, r) TH_LOG("readv: %s", strerror(errno));
+		if (!r)
+			break;
+		ASSERT_GE(total - off, (size_t)r) TH_LOG("more than was written");
+		off += r;
+		reads++;
+	}
+	pthread_join(t, NULL);
+	EXPECT_EQ(0, w.err);
+	EXPECT_EQ(total, off);
+	for (i = 0; i < total; i++)
+		if (got[i] != w.buf[i])
+			break;
+	EXPECT_EQ(total, i) TH_LOG("byte %zu differs", i);
+	TH_LOG("%lu readv calls", reads);
+	close(sfd);
+	free(got);
+	free(w.buf);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+#define FNV_OFFSET	0xcbf29ce484222325ULL
+#define FNV_PRIME	0x100000001b3ULL
+
+static uint64_t fnv1a(uint64_t h, const unsigned char *p, size_t n)
+{
+	while (n--) {
+		h ^= *p++;
+		h *= FNV_PRIME;
+	}
+	return h;
+}
+
+struct hasher {
+	int fd;
+	uint64_t hash;
+	size_t got;
+	int err;
+};
+
+/* Reads to the end of the stream, hashing. */
+static void *hasher_fn(void *arg)
+{
+	struct hasher *h = arg;
+	static unsigned char buf[1 << 16];
+	ssize_t r;
+
+	h->hash = FNV_OFFSET;
+	while ((r = read(h->fd, buf, sizeof(buf))) > 0) {
+		h->hash = fnv1a(h->hash, buf, r);
+		h->got += r;
+	}
+	if (r < 0)
+		h->err = -errno;
+	return NULL;
+}
+
+#define SENDFILE_SIZE	(100 << 20)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * sendfile(2) of a 100 MiB file (a PRNG's bytes, in /tmp) into the client's
+ * AC file; the server's reads hash to the file's hash.
+ */
+TEST(sendfile_file)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	char path[] = "/tmp/rdmashare_sendfile.XXXXXX";
+	uint64_t x = 0x9e3779b97f4a7c15ULL, want = FNV_OFFSET;
+	struct hasher h = { 0 };
+	static uint64_t blk[(1 << 20) / 8];
+	size_t left = SENDFILE_SIZE;
+	int ffd, cfd, sfd, i;
+	double t0, t1;
+	off_t pos = 0;
+	pthread_t t;
+	ssize_t r;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	ffd = mkstemp(path);
+	ASSERT_LE(0, ffd);
+	unlink(path);
+	while (left) {
+		for (i = 0; i < (int)(sizeof(blk) / 8); i++) {
+			/* xorshift64 */
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			blk[i] = x;
+		}
+		want = fnv1a(want, (unsigned char *)blk, sizeof(blk));
+		ASSERT_EQ((ssize_t)sizeof(blk), write(ffd, blk, sizeof(blk)));
+		left -= sizeof(blk);
+	}
+	file_pair(_metadata, c, s, PORT + 21, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	h.fd = sfd;
+	t0 = now_s();
+	ASSERT_EQ(0, pthread_create(&t, NULL, hasher_fn, &h));
+	while (pos < SENDFILE_SIZE) {
+		r = sendfile(cfd, ffd, &pos, SENDFILE_SIZE - pos);
+		ASSERT_LT(0, r) TH_LOG("sendfile at %jd: %s", (intmax_t)pos, strerror(errno));
+	}
+	close(cfd);
+	pthread_join(t, NULL);
+	t1 = now_s();
+	EXPECT_EQ(0, h.err);
+	EXPECT_EQ((size_t)SENDFILE_SIZE, h.got);
+	EXPECT_EQ(want, h.hash);
+	TH_LOG("%d MiB in %.2f s, %.0f MiB/s", SENDFILE_SIZE >> 20, t1 - t0,
+	       (SENDFILE_SIZE >> 20) / (t1 - t0));
+	close(sfd);
+	close(ffd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+struct pipe_writer {
+	int fd;
+	size_t total;
+};
+
+/* The pattern into a pipe, in odd pieces, then close. */
+static void *pipe_writer_fn(void *arg)
+{
+	struct pipe_writer *w = arg;
+	unsigned char buf[70000];
+	size_t off = 0, n, i, k = 0;
+	ssize_t r;
+
+	while (off < w->total) {
+		n = odd_sizes[k++ % N_ODD] ?: 1;
+		if (n > w->total - off)
+			n = w->total - off;
+		for (i = 0; i < n && i < sizeof(buf); i++)
+			buf[i] = pat(off + i);
+		r = write(w->fd, buf, i);
+		if (r <= 0)
+			break;
+		off += r;
+	}
+	close(w->fd);
+	return NULL;
+}
+
+struct checker {
+	int fd;
+	ssize_t got;
+};
+
+static void *checker_fn(void *arg)
+{
+	struct checker *ck = arg;
+
+	ck->got = read_checked(ck->fd, 0);
+	return NULL;
+}
+
+/*
+ * splice(2) from a pipe into an AC file: 3 MiB, in order.  Not out of one:
+ * there is no splice_read.
+ */
+TEST(splice_from_pipe)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct pipe_writer w = { .total = (3 << 20) + 17 };
+	struct checker ck = { 0 };
+	pthread_t tw, tc;
+	int cfd, sfd, p[2];
+	size_t moved = 0;
+	ssize_t r;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 22, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, pipe(p));
+	w.fd = p[1];
+	ck.fd = sfd;
+	ASSERT_EQ(0, pthread_create(&tw, NULL, pipe_writer_fn, &w));
+	ASSERT_EQ(0, pthread_create(&tc, NULL, checker_fn, &ck));
+	for (;;) {
+		r = splice(p[0], NULL, cfd, NULL, 1 << 20, SPLICE_F_MOVE);
+		ASSERT_LE(0, r) TH_LOG("splice: %s", strerror(errno));
+		if (!r)
+			break;
+		moved += r;
+	}
+	close(cfd);
+	pthread_join(tw, NULL);
+	pthread_join(tc, NULL);
+	EXPECT_EQ(w.total, moved);
+	EXPECT_EQ((ssize_t)w.total, ck.got);
+	close(p[0]);
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ(-1, splice(sfd, NULL, p[1], NULL, 1, SPLICE_F_NONBLOCK));
+	EXPECT_EQ(EINVAL, errno);
+	close(p[0]);
+	close(p[1]);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+static int inq(int fd)
+{
+	int n = -1;
+
+	return ioctl(fd, FIONREAD, &n) ? -errno : n;
+}
+
+static int outq(int fd)
+{
+	int n = -1;
+
+	return ioctl(fd, SIOCOUTQ, &n) ? -errno : n;
+}
+
+/* Polls @fn(@fd) up to 5 s for @want; the last value. */
+static int wait_for(int (*fn)(int), int fd, int want)
+{
+	int i, v = fn(fd);
+
+	for (i = 0; i < 500 && v != want; i++) {
+		usleep(10000);
+		v = fn(fd);
+	}
+	return v;
+}
+
+/*
+ * FIONREAD is what a read returns, 0 when empty; SIOCOUTQ what was written
+ * and not acknowledged: 0 once it all came, the send buffer's worth while
+ * the peer's window is full.  SIOCOUTQ counts whole messages, and the last
+ * one may have come in part: FIONREAD + SIOCOUTQ is what was written, plus
+ * less than a message.
+ */
+TEST(fionread_siocoutq)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 8);
+	struct rdmashare_file_info fi = { .size = sizeof(fi) };
+	unsigned char buf[65536];
+	size_t written = 0, got = 0, i;
+	struct pollfd pfd;
+	int cfd, sfd, n, q;
+	ssize_t r;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 23, RDMASHARE_FILE_NONBLOCK, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(0, inq(sfd));
+	EXPECT_EQ(0, inq(cfd));
+	EXPECT_EQ(0, outq(cfd));
+	EXPECT_EQ(0, outq(sfd));
+
+	/* Two writes, read across their boundary. */
+	for (i = 0; i < 5003; i++)
+		buf[i] = pat(i);
+	ASSERT_EQ(3, write(cfd, buf, 3));
+	ASSERT_EQ(5000, write(cfd, buf + 3, 5000));
+	EXPECT_EQ(5003, wait_for(inq, sfd, 5003));
+	EXPECT_EQ(0, wait_for(outq, cfd, 0));
+	EXPECT_EQ(100, read(sfd, buf, 100));
+	EXPECT_EQ(4903, inq(sfd));
+	EXPECT_EQ(4903, read(sfd, buf, sizeof(buf)));
+	for (i = 0; i < 4903; i++)
+		ASSERT_EQ(pat(100 + i), buf[i]);
+	EXPECT_EQ(0, inq(sfd));
+	EXPECT_EQ(-1, read(sfd, buf, 1));
+	EXPECT_EQ(EAGAIN, errno);
+
+	/* The server does not read: its window, then the send buffer, fill. */
+	pfd.fd = cfd;
+	pfd.events = POLLOUT;
+	for (;;) {
+		for (i = 0; i < sizeof(buf); i++)
+			buf[i] = pat(written + i);
+		r = write(cfd, buf, sizeof(buf));
+		if (r > 0) {
+			written += r;
+			continue;
+		}
+		ASSERT_EQ(EAGAIN, errno);
+		if (poll(&pfd, 1, 500) != 1)
+			break;
+	}
+	q = outq(cfd);
+	n = inq(sfd);
+	TH_LOG("%zu written: %d queued, %d readable", written, q, n);
+	EXPECT_EQ(65536, q);
+	EXPECT_LT(0, n);
+	EXPECT_LE(written, (size_t)n + q);
+	EXPECT_GT(written + 65536, (size_t)n + q);
+	ASSERT_EQ(0, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ((__u32)q, fi.tx_bytes);
+	ASSERT_EQ(0, ioctl(sfd, RDMASHARE_IOC_FILE_INFO, &fi));
+	EXPECT_EQ((__u32)n, fi.rx_bytes);
+
+	/* It all comes once read: then nothing is queued either way. */
+	pfd.fd = sfd;
+	pfd.events = POLLIN;
+	while (got < written) {
+		ASSERT_EQ(1, poll(&pfd, 1, 5000));
+		r = read(sfd, buf, sizeof(buf));
+		ASSERT_LT(0, r);
+		for (i = 0; i < (size_t)r; i++)
+			ASSERT_EQ(pat(got + i), buf[i]);
+		got += r;
+	}
+	EXPECT_EQ(written, got);
+	EXPECT_EQ(0, inq(sfd));
+	EXPECT_EQ(0, wait_for(outq, cfd, 0));
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* RWF_NOWAIT on a blocking AC file: EAGAIN instead of a wait. */
+TEST(rwf_nowait)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	char buf[16];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	int cfd, sfd;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 24, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(-1, preadv2(sfd, &iov, 1, -1, RWF_NOWAIT));
+	EXPECT_EQ(EAGAIN, errno);
+	ASSERT_EQ(4, write(cfd, "wxyz", 4));
+	EXPECT_EQ(4, wait_for(inq, sfd, 4));
+	EXPECT_EQ(4, preadv2(sfd, &iov, 1, -1, RWF_NOWAIT));
+	EXPECT_EQ(0, memcmp(buf, "wxyz", 4));
+	iov.iov_base = "ab";
+	iov.iov_len = 2;
+	EXPECT_EQ(2, pwritev2(cfd, &iov, 1, -1, RWF_NOWAIT));
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	EXPECT_EQ(2, readv(sfd, &iov, 1));
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * A readv(2) whose second iovec faults returns the bytes before it; one that
+ * faults at once gets EFAULT and takes nothing.  A writev(2) that faults
+ * sends what came before the fault, and nothing else.
+ */
+TEST(readv_efault_loses_nothing)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	void *bad = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char src[100], buf[128];
+	struct iovec iov[3];
+	int cfd, sfd, i;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	ASSERT_NE(MAP_FAILED, bad);
+	file_pair(_metadata, c, s, PORT + 25, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	for (i = 0; i < 100; i++)
+		src[i] = pat(i);
+	ASSERT_EQ(100, write(cfd, src, 100));
+	ASSERT_EQ(100, wait_for(inq, sfd, 100));
+	/* Faults at once: nothing taken. */
+	iov[0] = (struct iovec){ .iov_base = bad, .iov_len = 50 };
+	iov[1] = (struct iovec){ .iov_base = buf, .iov_len = 50 };
+	EXPECT_EQ(-1, readv(sfd, iov, 2));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_EQ(100, inq(sfd));
+	/* Faults after 10 bytes: those 10. */
+	iov[0] = (struct iovec){ .iov_base = buf, .iov_len = 10 };
+	iov[1] = (struct iovec){ .iov_base = bad, .iov_len = 50 };
+	iov[2] = (struct iovec){ .iov_base = buf + 10, .iov_len = 40 };
+	EXPECT_EQ(10, readv(sfd, iov, 3));
+	EXPECT_EQ(0, memcmp(buf, src, 10));
+	EXPECT_EQ(90, inq(sfd));
+	EXPECT_EQ(90, read(sfd, buf + 10, sizeof(buf) - 10));
+	EXPECT_EQ(0, memcmp(buf, src, 100));
+
+	/* writev: 10 good bytes, then a fault; then a marker. */
+	iov[0] = (struct iovec){ .iov_base = src, .iov_len = 10 };
+	iov[1] = (struct iovec){ .iov_base = bad, .iov_len = 10 };
+	EXPECT_EQ(10, writev(cfd, iov, 2));
+	iov[0] = (struct iovec){ .iov_base = bad, .iov_len = 10 };
+	iov[1] = (struct iovec){ .iov_base = src, .iov_len = 10 };
+	EXPECT_EQ(-1, writev(cfd, iov, 2));
+	EXPECT_EQ(EFAULT, errno);
+	ASSERT_EQ(1, write(cfd, "Z", 1));
+	close(cfd);
+	memset(buf, 0, sizeof(buf));
+	EXPECT_EQ(11, read_all(sfd, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, src, 10));
+	EXPECT_EQ('Z', buf[10]);
+	close(sfd);
+	munmap(bad, 4096);
 	rdmashare_close(c);
 	rdmashare_close(s);
 }
