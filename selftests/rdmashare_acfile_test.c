@@ -1085,9 +1085,21 @@ static double now_s(void)
 
 /*
  * sendfile(2) of a 100 MiB file (a PRNG's bytes, in /tmp) into the client's
- * AC file; the server's reads hash to the file's hash.
+ * AC file; the server's reads hash to the file's hash.  Longer than the
+ * harness's default 30 s on the debug kernel: a fixture for the timeout.
  */
-TEST(sendfile_file)
+FIXTURE(big) {
+};
+
+FIXTURE_SETUP(big)
+{
+}
+
+FIXTURE_TEARDOWN(big)
+{
+}
+
+TEST_F_TIMEOUT(big, sendfile_file, 300)
 {
 	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
 	char path[] = "/tmp/rdmashare_sendfile.XXXXXX";

@@ -16,6 +16,9 @@
  *  - iperf3: 2 s each way (-R), its JSON's bytes over rdmashare.
  *  - sockperf: 64 B ping-pong for 2 s with both ends on select, poll and
  *    epoll in turn, its observations over rdmashare.
+ *  - redis: redis-server and redis-benchmark -t set,get, pipelined (-P 16),
+ *    then with 500 connections at once (-c 500), all over rdmashare and
+ *    over no more QPs than qps_per_peer allows each end.
  */
 #include <libgen.h>
 
@@ -38,6 +41,8 @@ static long rs_tx_bytes(void)
 {
 	return rs_devices_sum("stats/tx_bytes");
 }
+
+#define check_transport(m, rs0, tcp0, rdma) check_moved(m, rs0, tcp0, rdma, SIZE)
 
 /* TCP segments sent, from /proc/net/snmp's second "Tcp:" line. */
 static long tcp_out_segs(void)
@@ -109,14 +114,15 @@ static int copy_with(const char *server, const char *client, bool rdma)
 		     server, PORT, rdma, PORT, client);
 }
 
-/* The copy went over rdmashare, or over TCP. */
-static void check_transport(struct __test_metadata *_metadata, long rs0, long tcp0, bool rdma)
+/* The copy (@size bytes) went over rdmashare, or over TCP. */
+static void check_moved(struct __test_metadata *_metadata, long rs0, long tcp0, bool rdma,
+			long size)
 {
 	long rs = rs_tx_bytes() - rs0, tcp = tcp_out_segs() - tcp0;
 
 	TH_LOG("%ld bytes over rdmashare, %ld TCP segments", rs, tcp);
 	if (rdma) {
-		EXPECT_LE(SIZE, rs);
+		EXPECT_LE(size, rs);
 		/* A 16 MiB copy takes at least 256 segments of 64 KiB on lo. */
 		EXPECT_GT(32, tcp);
 	} else {
@@ -191,11 +197,11 @@ TEST_F_TIMEOUT(pl, policy_port, 180)
 	check_transport(_metadata, self->rs0, self->tcp0, false);
 }
 
-/* A number after @key in @path's text; -1 if none. */
+/* A number after the last @key in @path's text (progress comes first); -1 if none. */
 static double number_after(const char *path, const char *key)
 {
 	static char buf[1 << 16];
-	const char *p;
+	const char *p, *next;
 	FILE *f;
 	size_t n;
 
@@ -206,12 +212,15 @@ static double number_after(const char *path, const char *key)
 	fclose(f);
 	buf[n] = 0;
 	p = strstr(buf, key);
+	while (p && (next = strstr(p + 1, key)))
+		p = next;
 	return p ? strtod(p + strlen(key), NULL) : -1;
 }
 
 TEST_F_TIMEOUT(pl, iperf3, 180)
 {
 	const char *dir[] = { "", "-R" };
+	char bytes[32];
 	int i;
 
 	if (rs_sh("command -v iperf3 >/dev/null"))
@@ -225,10 +234,13 @@ TEST_F_TIMEOUT(pl, iperf3, 180)
 				   OUT "; c=$?; wait $pid; [ $c = 0 ])",
 				   run, ip, PORT, PORT, run, ip, PORT, dir[i]));
 		TH_LOG("iperf3 %s", dir[i][0] ? "reverse" : "forward");
+		/* What iperf3 says it moved, all of it over rdmashare. */
 		ASSERT_EQ(0, rs_sh("python3 -c 'import json,sys; d=json.load(open(\"" OUT "\")); "
-				   "sys.exit(0 if d[\"end\"][\"sum_received\"][\"bytes\"] > %d "
-				   "and \"error\" not in d else 1)'", 1 << 20));
-		check_transport(_metadata, self->rs0, self->tcp0, true);
+				   "n=d[\"end\"][\"sum_received\"][\"bytes\"]; print(n); "
+				   "sys.exit(0 if n > %d and \"error\" not in d else 1)' > " OUT ".n",
+				   1 << 20));
+		ASSERT_EQ(0, rs_read_file(OUT ".n", bytes, sizeof(bytes)));
+		check_moved(_metadata, self->rs0, self->tcp0, true, atol(bytes));
 	}
 }
 
@@ -258,6 +270,52 @@ TEST_F_TIMEOUT(pl, sockperf, 180)
 		/* Each round trip is 64 B each way. */
 		EXPECT_LE(seen * 128, rs);
 	}
+}
+
+/* Requests per second of @test ("SET", "GET") in redis-benchmark -q's output. */
+static double rps(const char *test)
+{
+	char key[32];
+
+	snprintf(key, sizeof(key), "%s: ", test);
+	return number_after(OUT, key);
+}
+
+TEST_F_TIMEOUT(pl, redis, 300)
+{
+	char per_peer[16];
+	long rs, tcp;
+	int qps;
+
+	if (rs_sh("command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null"))
+		SKIP(return, "no redis");
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/qps_per_peer", per_peer, sizeof(per_peer)));
+	ASSERT_EQ(0, rs_sh("%s redis-server --port %d --bind %s --save '' --appendonly no "
+			   "--protected-mode no --daemonize no >/dev/null 2>&1 & "
+			   "for i in $(seq 100); do grep -qw %d " LISTENERS " && break; sleep 0.1; done",
+			   run, PORT, ip, PORT));
+	ASSERT_EQ(0, rs_sh("timeout 120 %s redis-benchmark -h %s -p %d -t set,get -n 20000 -P 16 -q "
+			   "> " OUT " 2>&1", run, ip, PORT));
+	TH_LOG("-P 16: SET %.0f/s, GET %.0f/s", rps("SET"), rps("GET"));
+	EXPECT_LT(0, rps("SET"));
+	EXPECT_LT(0, rps("GET"));
+	ASSERT_EQ(0, rs_sh("timeout 120 %s redis-benchmark -h %s -p %d -t get -n 5000 -c 500 -q "
+			   "> " OUT " 2>&1", run, ip, PORT));
+	qps = count_rdmashare_qps();
+	TH_LOG("-c 500: GET %.0f/s over %d QPs (qps_per_peer %s)", rps("GET"), qps, per_peer);
+	EXPECT_LT(0, rps("GET"));
+	/* Both ends are this host's: each has its QPs to the other. */
+	EXPECT_LE(1, qps);
+	EXPECT_GE(2 * atoi(per_peer), qps);
+	EXPECT_EQ(0, rs_sh("%s redis-cli -h %s -p %d shutdown nosave >/dev/null 2>&1; "
+			   "for i in $(seq 50); do pgrep -x redis-server >/dev/null || exit 0; "
+			   "sleep 0.1; done; exit 1", run, ip, PORT));
+	rs = rs_tx_bytes() - self->rs0;
+	tcp = tcp_out_segs() - self->tcp0;
+	TH_LOG("%ld bytes over rdmashare, %ld TCP segments", rs, tcp);
+	/* 45000 requests and their answers, 20 bytes each at least. */
+	EXPECT_LE(45000 * 20, rs);
+	EXPECT_GT(32, tcp);
 }
 
 TEST_HARNESS_MAIN

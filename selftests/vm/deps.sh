@@ -24,8 +24,10 @@ PKGS=(
 	libibverbs-dev librdmacm-dev qperf
 	# benchmarks: make bench-sched's plot
 	python3-matplotlib
-	# unmodified programs under rdmashare-run (rdmashare_preload_test)
-	netcat-openbsd socat iperf3 sockperf
+	# unmodified programs under rdmashare-run (rdmashare_preload_test);
+	# the tests start redis-server themselves (its service, where systemd
+	# runs, listens on the host alone)
+	netcat-openbsd socat iperf3 sockperf redis-server redis-tools
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
 	# the install stage: udev applies the installed rule in the guests
