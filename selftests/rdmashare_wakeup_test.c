@@ -589,6 +589,8 @@ TEST_F_TIMEOUT(wk, completion_budget, 120)
  * running or not.  The kernel preempts fully meanwhile (PREEMPT_DYNAMIC's
  * debugfs switch), so that the spinner can take the CPU from a poller
  * inside ENTER; with voluntary preemption the poller leaves ENTER first.
+ * A kernel without the switch (the debug kernel) runs it as it is: the
+ * test then guards the fix without being able to show the stall.
  */
 #define PREEMPT_MODE	"/sys/kernel/debug/sched/preempt"
 
@@ -704,13 +706,13 @@ TEST_F_TIMEOUT(wk, starved_poller, 240)
 	double base, loaded;
 	struct rdmashare *rs;
 	int l, cfd, sfd;
-	char mode[32];
+	char mode[32] = "";
 	cpu_set_t cpus;
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs two CPUs");
 	if (preempt_mode(mode, sizeof(mode)))
-		SKIP(return, "no " PREEMPT_MODE " (PREEMPT_DYNAMIC)");
+		TH_LOG("no " PREEMPT_MODE ": the kernel's own preemption");
 	CPU_ZERO(&cpus);
 	CPU_SET(1, &cpus);
 	ASSERT_EQ(0, sched_setaffinity(0, sizeof(cpus), &cpus));
@@ -727,7 +729,8 @@ TEST_F_TIMEOUT(wk, starved_poller, 240)
 	base = round_trips(cfd, sfd, 200, 60000);
 	ASSERT_LT(0, base);
 
-	ASSERT_EQ(0, rs_write_file(PREEMPT_MODE, "full"));
+	if (mode[0])
+		ASSERT_EQ(0, rs_write_file(PREEMPT_MODE, "full"));
 	poller = rs_fork_ready(starved_poller, PORT + 7);
 	spin = rs_fork_ready(spinner, 0);
 	/* Ten times the time alone fails anyway: no need to wait longer. */
@@ -738,7 +741,8 @@ TEST_F_TIMEOUT(wk, starved_poller, 240)
 		kill(poller, SIGKILL);
 	waitpid(spin, NULL, 0);
 	waitpid(poller, NULL, 0);
-	EXPECT_EQ(0, rs_write_file(PREEMPT_MODE, mode));
+	if (mode[0])
+		EXPECT_EQ(0, rs_write_file(PREEMPT_MODE, mode));
 	ASSERT_LT(0, poller);
 	ASSERT_LT(0, spin);
 	TH_LOG("200 round trips: %.0f ms alone, %.0f ms beside a starved poller (%.2fx%s)",
