@@ -19,6 +19,9 @@
  *  - redis: redis-server and redis-benchmark -t set,get, pipelined (-P 16),
  *    then with 500 connections at once (-c 500), all over rdmashare and
  *    over no more QPs than qps_per_peer allows each end.
+ *  - v6only_listener: an IPv6 listener with IPV6_V6ONLY and an IPv4 one on
+ *    the same port in one program (as Open MPI's ranks have): an IPv4
+ *    client reaches the IPv4 one, over rdmashare.
  */
 #include <libgen.h>
 
@@ -316,6 +319,32 @@ TEST_F_TIMEOUT(pl, redis, 300)
 	/* 45000 requests and their answers, 20 bytes each at least. */
 	EXPECT_LE(45000 * 20, rs);
 	EXPECT_GT(32, tcp);
+}
+
+TEST_F_TIMEOUT(pl, v6only_listener, 60)
+{
+	/* 1 MiB from a client (a thread) to the IPv4 listener, which counts it. */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import socket, threading\n"
+			   "s6 = socket.socket(socket.AF_INET6)\n"
+			   "s6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)\n"
+			   "s6.bind((\"::\", %d))\n"
+			   "s6.listen()\n"
+			   "s4 = socket.socket()\n"
+			   "s4.bind((\"%s\", %d))\n"
+			   "s4.listen()\n"
+			   "c = socket.create_connection((\"%s\", %d))\n"
+			   "s4.settimeout(10)\n"
+			   "a = s4.accept()[0]\n"
+			   "def send():\n"
+			   "    c.sendall(bytes(1 << 20))\n"
+			   "    c.close()\n"
+			   "threading.Thread(target=send).start()\n"
+			   "n = 0\n"
+			   "while (b := a.recv(1 << 16)):\n"
+			   "    n += len(b)\n"
+			   "assert n == 1 << 20, n\n'", run, PORT, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 
 TEST_HARNESS_MAIN

@@ -459,6 +459,15 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 
 /* ---- listen and accept ---- */
 
+/* Whether the IPv6 socket @fd takes IPv6 alone. */
+static bool v6only(int fd)
+{
+	socklen_t len = sizeof(int);
+	int on = 0;
+
+	return !real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, &len) && on;
+}
+
 RSP_EXPORT int listen(int fd, int backlog)
 {
 	struct rdmashare_listen l = { .size = sizeof(l), .flags = RDMASHARE_LISTEN_FD };
@@ -478,6 +487,16 @@ RSP_EXPORT int listen(int fd, int backlog)
 		return 0;
 
 	l.port = port_of((struct sockaddr *)&ss);
+	/*
+	 * rdmashare's port is one per number, for both families: an IPv6
+	 * listener that takes no IPv4 would get IPv4 connections meant for
+	 * an IPv4 listener of the same number (another process's, as Open
+	 * MPI's ranks choose their ports).  It stays on TCP.
+	 */
+	if (ss.ss_family == AF_INET6 && v6only(fd)) {
+		say("listen fd %d port %u: TCP only (IPV6_V6ONLY)", fd, l.port);
+		return 0;
+	}
 	l.backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
 	l.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
 	l.file.sndbuf = SNDBUF;
