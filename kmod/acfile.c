@@ -68,6 +68,8 @@ static void rs_acfile_linger(struct work_struct *work)
 	rs_ac_put(ac);
 }
 
+static void rs_acfile_cork_timeout(struct work_struct *work);
+
 static void rs_acfile_free_pages(struct rs_file *rf, u32 page, u32 pages)
 {
 	unsigned long flags;
@@ -136,6 +138,7 @@ int rs_acfile_attach(struct rs_ac *ac)
 	mutex_init(&af->write_lock);
 	spin_lock_init(&af->lock);
 	INIT_DELAYED_WORK(&af->linger, rs_acfile_linger);
+	INIT_DELAYED_WORK(&af->cork, rs_acfile_cork_timeout);
 	rs_acfile_connect_init(af);
 	af->ac = ac;
 	ac->af = af;
@@ -263,7 +266,7 @@ static int rs_acfile_rx_end(struct rs_ac *ac)
 	/* Never opened (refused, timed out): its error, not an end. */
 	if (READ_ONCE(ac->state) == RS_AC_CLOSED && !READ_ONCE(ac->remote_id))
 		return READ_ONCE(ac->error);
-	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed))
+	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed) || READ_ONCE(ac->af->rx_shut))
 		return 0;
 	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
 		return READ_ONCE(ac->error);
@@ -310,30 +313,133 @@ static bool rs_acfile_writable(struct rs_ac *ac)
 	return rs_acfile_tx_err(ac) || rs_acfile_room(ac);
 }
 
-/* Whether a read or write that would wait returns EAGAIN instead. */
-static bool rs_acfile_nowait(struct kiocb *iocb)
+/* Bytes a read would return now. */
+static u32 rs_acfile_rx_bytes(struct rs_ac *ac)
 {
-	return (iocb->ki_filp->f_flags & O_NONBLOCK) || (iocb->ki_flags & IOCB_NOWAIT);
+	struct rs_file *rf = ac->rf;
+	struct rs_acfile *af = ac->af;
+	u32 i, idx, n = 0;
+
+	spin_lock_irq(&rf->rx_lock);
+	for (i = 0, idx = af->rx_head; i < af->rx_n; i++, idx = rf->slots[idx].next)
+		n += rf->slots[idx].len;
+	n -= af->rx_n ? af->rx_cursor : 0;
+	spin_unlock_irq(&rf->rx_lock);
+	return n;
 }
 
 /*
- * The read or write lock.  A reader holds its lock while it waits for
- * data, so IOCB_NOWAIT (RWF_NOWAIT, io_uring) only tries it: EAGAIN.
+ * How a read or a write goes: read(2) and write(2) with the file's flags
+ * and the iocb's, or RDMASHARE_IOC_RECVMSG and SENDMSG with a socket
+ * call's.
  */
-static int rs_acfile_lock(struct kiocb *iocb, struct mutex *lock)
+#define RS_IO_NOWAIT	BIT(0)	/* EAGAIN for what would wait */
+#define RS_IO_TRYLOCK	BIT(1)	/* not even for another reader or writer */
+#define RS_IO_PEEK	BIT(2)	/* MSG_PEEK: the bytes stay */
+#define RS_IO_WAITALL	BIT(3)	/* MSG_WAITALL */
+#define RS_IO_NOSIGNAL	BIT(4)	/* MSG_NOSIGNAL */
+#define RS_IO_MORE	BIT(5)	/* MSG_MORE: hold the last piece */
+
+/* The most a write with MSG_MORE waits for the next one, as TCP_CORK. */
+#define RS_ACFILE_CORK_MS	200
+
+static unsigned int rs_acfile_iocb_how(struct kiocb *iocb)
 {
+	unsigned int how = 0;
+
+	if (iocb->ki_filp->f_flags & O_NONBLOCK)
+		how |= RS_IO_NOWAIT;
+	/*
+	 * A reader holds its lock while it waits for data, so IOCB_NOWAIT
+	 * (RWF_NOWAIT, io_uring) only tries it: EAGAIN.
+	 */
 	if (iocb->ki_flags & IOCB_NOWAIT)
+		how |= RS_IO_NOWAIT | RS_IO_TRYLOCK;
+	return how;
+}
+
+/* The read or write lock. */
+static int rs_acfile_lock(struct mutex *lock, unsigned int how)
+{
+	if (how & RS_IO_TRYLOCK)
 		return mutex_trylock(lock) ? 0 : -EAGAIN;
 	return mutex_lock_interruptible(lock) ? -ERESTARTSYS : 0;
 }
 
 /*
- * read(2) and readv(2).  A fault copies what it can: the bytes copied are
- * read, and the read returns them, or EFAULT if there are none.
+ * Copy what waits, from the oldest chunk on, taking nothing.  Only the
+ * reader, whose lock is held, takes chunks, so the ones seen stay, and
+ * their lengths and links were written before rx_n counted them.
  */
-static ssize_t rs_acfile_read_iter(struct kiocb *iocb, struct iov_iter *to)
+static size_t rs_acfile_peek_copy(struct rs_ac *ac, struct iov_iter *to, bool *fault)
 {
-	struct rs_ac *ac = iocb->ki_filp->private_data;
+	struct rs_file *rf = ac->rf;
+	struct rs_acfile *af = ac->af;
+	u32 i, n, idx, off, take;
+	size_t done = 0, copied;
+
+	spin_lock_irq(&rf->rx_lock);
+	n = af->rx_n;
+	idx = af->rx_head;
+	off = af->rx_cursor;
+	spin_unlock_irq(&rf->rx_lock);
+	for (i = 0; i < n && iov_iter_count(to); i++, idx = rf->slots[idx].next, off = 0) {
+		take = min_t(size_t, rf->slots[idx].len - off, iov_iter_count(to));
+		copied = copy_to_iter(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size +
+				      off, take, to);
+		done += copied;
+		if (copied < take) {
+			*fault = true;
+			break;
+		}
+	}
+	return done;
+}
+
+static bool rs_acfile_peekable(struct rs_ac *ac, size_t want)
+{
+	return rs_acfile_rx_bytes(ac) >= want || rs_acfile_rx_end(ac) <= 0;
+}
+
+/*
+ * MSG_PEEK: once something waits (with MSG_WAITALL, all that is asked for,
+ * unless the stream ends first), copy it and leave it.
+ */
+static ssize_t rs_acfile_peek(struct rs_ac *ac, struct iov_iter *to, unsigned int how)
+{
+	size_t want = how & RS_IO_WAITALL ? iov_iter_count(to) : 1;
+	bool fault = false;
+	size_t done;
+	int end, ret;
+
+	for (;;) {
+		end = rs_acfile_rx_end(ac);
+		/* As in a read: the end seen, the chunks before it are too. */
+		smp_rmb();
+		if (rs_acfile_rx_bytes(ac) >= want || end <= 0)
+			break;
+		if (how & RS_IO_NOWAIT) {
+			if (READ_ONCE(ac->af->rx_n))
+				break;
+			return -EAGAIN;
+		}
+		ret = wait_event_interruptible(ac->wait, rs_acfile_peekable(ac, want));
+		if (ret)
+			return ret;
+	}
+	done = rs_acfile_peek_copy(ac, to, &fault);
+	if (done)
+		return done;
+	return fault ? -EFAULT : end;
+}
+
+/*
+ * Reads: read(2), readv(2) and RDMASHARE_IOC_RECVMSG.  A fault copies what
+ * it can: the bytes copied are read, and the read returns them, or EFAULT
+ * if there are none.
+ */
+static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned int how)
+{
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
 	u32 idx, have, take, conn;
@@ -344,9 +450,13 @@ static ssize_t rs_acfile_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 	if (!iov_iter_count(to))
 		return 0;
-	ret = rs_acfile_lock(iocb, &af->read_lock);
+	ret = rs_acfile_lock(&af->read_lock, how);
 	if (ret)
 		return ret;
+	if (how & RS_IO_PEEK) {
+		ret = rs_acfile_peek(ac, to, how);
+		goto out;
+	}
 	while (iov_iter_count(to)) {
 		end = rs_acfile_rx_end(ac);
 		/* The end seen, all chunks before it are seen: see above. */
@@ -357,11 +467,11 @@ static ssize_t rs_acfile_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		have = empty ? 0 : rf->slots[idx].len - af->rx_cursor;
 		spin_unlock_irq(&rf->rx_lock);
 		if (empty) {
-			if (done || end <= 0) {
+			if (end <= 0 || (done && !(how & RS_IO_WAITALL))) {
 				ret = end;
 				break;
 			}
-			if (rs_acfile_nowait(iocb)) {
+			if (how & RS_IO_NOWAIT) {
 				ret = -EAGAIN;
 				break;
 			}
@@ -388,28 +498,124 @@ static ssize_t rs_acfile_read_iter(struct kiocb *iocb, struct iov_iter *to)
 			break;
 		}
 	}
+out:
 	mutex_unlock(&af->read_lock);
 	return done ? done : ret;
 }
 
-/*
- * write(2) and writev(2), and splice(2) and sendfile(2) into the AC file
- * (iter_file_splice_write()).  A fault sends what was copied before it: the
- * write returns those bytes, or EFAULT if there are none.
- */
-static ssize_t rs_acfile_write_iter(struct kiocb *iocb, struct iov_iter *from)
+static ssize_t rs_acfile_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
-	struct rs_ac *ac = iocb->ki_filp->private_data;
+	return rs_acfile_recv(iocb->ki_filp->private_data, to, rs_acfile_iocb_how(iocb));
+}
+
+/*
+ * Called with the write lock held: the write that MSG_MORE held back, if
+ * any, is queued.  If it cannot be (the AC is closing), its bytes are
+ * dropped, as a reset drops what TCP had not sent.
+ */
+static int rs_acfile_push(struct rs_ac *ac)
+{
+	struct rs_acfile *af = ac->af;
+	struct rs_send *op;
+	int ret;
+
+	lockdep_assert_held(&af->write_lock);
+	if (!af->corked)
+		return 0;
+	af->corked = false;
+	op = &af->ops[(af->op_head - 1) % RS_ACFILE_OPS];
+	ret = rs_ac_queue(ac, op, NULL);
+	if (ret) {
+		/* Not queued: nothing newer was, nothing older waits on it. */
+		spin_lock_irq(&af->lock);
+		af->tx_head -= op->len;
+		af->op_head--;
+		spin_unlock_irq(&af->lock);
+		af->tx_at = af->tx_at >= op->len ? af->tx_at - op->len
+						 : af->tx_at + af->sndbuf_len - op->len;
+	}
+	return ret;
+}
+
+/*
+ * MSG_MORE's bytes have waited RS_ACFILE_CORK_MS: they go.  A writer that
+ * holds the lock now queues them, or arms this again, when it ends.
+ */
+static void rs_acfile_cork_timeout(struct work_struct *work)
+{
+	struct rs_acfile *af = container_of(to_delayed_work(work), struct rs_acfile, cork);
+
+	if (!mutex_trylock(&af->write_lock))
+		return;
+	rs_acfile_push(af->ac);
+	mutex_unlock(&af->write_lock);
+}
+
+/*
+ * Called with the write lock held: @len bytes were copied to the send
+ * buffer at tx_at.  They join the write MSG_MORE held back if they follow
+ * it, or become a write of their own, held back too.
+ */
+static void rs_acfile_add(struct rs_ac *ac, u32 len)
+{
+	struct rs_acfile *af = ac->af;
+	struct rs_send *op;
+
+	if (af->corked) {
+		op = &af->ops[(af->op_head - 1) % RS_ACFILE_OPS];
+		op->len += len;
+		spin_lock_irq(&af->lock);
+		af->tx_head += len;
+		spin_unlock_irq(&af->lock);
+	} else {
+		op = &af->ops[af->op_head % RS_ACFILE_OPS];
+		memset(op, 0, sizeof(*op));
+		op->opcode = RDMASHARE_OP_SEND;
+		op->file = true;
+		op->addr = af->sndbuf + af->tx_at;
+		op->len = len;
+		op->user_data = af->tx_head;
+		spin_lock_irq(&af->lock);
+		af->tx_head += len;
+		af->op_head++;
+		spin_unlock_irq(&af->lock);
+		af->corked = true;
+	}
+	af->tx_at += len;
+	if (af->tx_at == af->sndbuf_len)
+		af->tx_at = 0;
+}
+
+/*
+ * Whether @len more bytes at tx_at can join the held-back write: they
+ * follow it in the buffer, and the message stays within the protocol's.
+ */
+static bool rs_acfile_joins(struct rs_acfile *af, u32 len)
+{
+	struct rs_send *op = &af->ops[(af->op_head - 1) % RS_ACFILE_OPS];
+
+	return af->corked && op->addr + op->len == af->sndbuf + af->tx_at &&
+	       op->len + len <= RS_PROTO_MAX_MSG;
+}
+
+/*
+ * Writes: write(2), writev(2), splice(2) and sendfile(2) into the AC file
+ * (iter_file_splice_write()), and RDMASHARE_IOC_SENDMSG.  A fault sends
+ * what was copied before it: the write returns those bytes, or EFAULT if
+ * there are none.  Each contiguous piece is a SEND; with RS_IO_MORE the
+ * last one waits for the next write (rs_acfile_add()).
+ */
+static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned int how)
+{
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
 	size_t done = 0, copied;
-	struct rs_send *op;
 	u32 used, take;
 	ssize_t ret = 0;
 
 	if (!iov_iter_count(from))
 		return 0;
-	ret = rs_acfile_lock(iocb, &af->write_lock);
+	ret = rs_acfile_lock(&af->write_lock, how);
 	if (ret)
 		return ret;
 	while (iov_iter_count(from)) {
@@ -417,7 +623,11 @@ static ssize_t rs_acfile_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		if (ret)
 			break;
 		if (!rs_acfile_room(ac)) {
-			if (rs_acfile_nowait(iocb)) {
+			/* What was held back goes, or room may never come. */
+			ret = rs_acfile_push(ac);
+			if (ret)
+				break;
+			if (how & RS_IO_NOWAIT) {
 				ret = -EAGAIN;
 				break;
 			}
@@ -442,46 +652,45 @@ static ssize_t rs_acfile_write_iter(struct kiocb *iocb, struct iov_iter *from)
 		take = min3(iov_iter_count(from), (size_t)(af->sndbuf_len - used),
 			    (size_t)(af->sndbuf_len - af->tx_at));
 		take = min_t(u32, take, RS_PROTO_MAX_MSG);
+		if (af->corked && !rs_acfile_joins(af, take)) {
+			ret = rs_acfile_push(ac);
+			if (ret)
+				break;
+			continue;
+		}
 		copied = copy_from_iter(rf->data + af->sndbuf + af->tx_at, take, from);
 		if (!copied) {
 			ret = -EFAULT;
 			break;
 		}
-		op = &af->ops[af->op_head % RS_ACFILE_OPS];
-		memset(op, 0, sizeof(*op));
-		op->opcode = RDMASHARE_OP_SEND;
-		op->file = true;
-		op->addr = af->sndbuf + af->tx_at;
-		op->len = copied;
-		op->user_data = af->tx_head;
-		spin_lock_irq(&af->lock);
-		af->tx_head += copied;
-		af->op_head++;
-		spin_unlock_irq(&af->lock);
-		ret = rs_ac_queue(ac, op, NULL);
-		if (ret) {
-			/* Not queued: not written; nothing older waits on it. */
-			spin_lock_irq(&af->lock);
-			af->tx_head -= copied;
-			af->op_head--;
-			spin_unlock_irq(&af->lock);
-			break;
-		}
-		af->tx_at += copied;
-		if (af->tx_at == af->sndbuf_len)
-			af->tx_at = 0;
+		rs_acfile_add(ac, copied);
 		done += copied;
+		if (!(how & RS_IO_MORE)) {
+			ret = rs_acfile_push(ac);
+			if (ret) {
+				done -= min_t(size_t, done, copied);
+				break;
+			}
+		}
 		/* A fault: what was copied before it is written, and no more. */
 		if (copied < take)
 			break;
 	}
+	/* Held back (MSG_MORE, or a fault after it): not for long. */
+	if (af->corked)
+		queue_delayed_work(rs_wq, &af->cork, msecs_to_jiffies(RS_ACFILE_CORK_MS));
 	mutex_unlock(&af->write_lock);
 out_unlocked:
 	if (done)
 		return done;
-	if (ret == -EPIPE)
+	if (ret == -EPIPE && !(how & RS_IO_NOSIGNAL))
 		send_sig(SIGPIPE, current, 0);
 	return ret;
+}
+
+static ssize_t rs_acfile_write_iter(struct kiocb *iocb, struct iov_iter *from)
+{
+	return rs_acfile_send(iocb->ki_filp->private_data, from, rs_acfile_iocb_how(iocb));
 }
 
 static __poll_t rs_acfile_poll(struct file *filp, poll_table *wait)
@@ -496,11 +705,13 @@ static __poll_t rs_acfile_poll(struct file *filp, poll_table *wait)
 	smp_rmb();
 	if (READ_ONCE(ac->af->rx_n) || end <= 0)
 		mask |= EPOLLIN | EPOLLRDNORM;
-	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed))
+	if (READ_ONCE(ac->peer_shut) || READ_ONCE(ac->peer_closed) || READ_ONCE(ac->af->rx_shut))
 		mask |= EPOLLRDHUP;
 	if (rs_acfile_writable(ac))
 		mask |= EPOLLOUT | EPOLLWRNORM;
-	if (READ_ONCE(ac->state) == RS_AC_CLOSED)
+	/* Closed, or shut both ways here (as TCP's SHUTDOWN_MASK). */
+	if (READ_ONCE(ac->state) == RS_AC_CLOSED ||
+	    (READ_ONCE(ac->af->rx_shut) && READ_ONCE(ac->af->shut)))
 		mask |= EPOLLHUP;
 	if (READ_ONCE(ac->af->so_error))
 		mask |= EPOLLERR;
@@ -520,6 +731,11 @@ static int rs_acfile_release(struct inode *inode, struct file *filp)
 	/* A CONNECT still under way ends here (ECONNABORTED). */
 	rs_acfile_connect_stop(ac);
 	rs_acfile_drain(ac);
+	/* What MSG_MORE held back goes before the CLOSE. */
+	cancel_delayed_work_sync(&ac->af->cork);
+	mutex_lock(&ac->af->write_lock);
+	rs_acfile_push(ac);
+	mutex_unlock(&ac->af->write_lock);
 	op->opcode = RDMASHARE_OP_CLOSE;
 	op->file = true;
 	/* Armed first: the CLOSE may complete before rs_ac_queue() returns. */
@@ -536,17 +752,30 @@ static int rs_acfile_release(struct inode *inode, struct file *filp)
 	return 0;
 }
 
-/* RDMASHARE_IOC_SHUTDOWN: after the writes, a SHUTDOWN; once. */
-static int rs_acfile_shutdown(struct file *filp, union rs_ioctl_buf *buf,
-			      struct rs_new_file *nf)
+/*
+ * SHUT_RD: a reader waiting now wakes to the end, and what came or comes
+ * is dropped (rx_done, as at the release), once no reader copies from it.
+ */
+static int rs_acfile_shut_rd(struct rs_ac *ac)
 {
-	struct rs_ac *ac = filp->private_data;
+	struct rs_acfile *af = ac->af;
+
+	WRITE_ONCE(af->rx_shut, true);
+	rs_acfile_wake(ac);
+	if (mutex_lock_interruptible(&af->read_lock))
+		return -ERESTARTSYS;
+	rs_acfile_drain(ac);
+	mutex_unlock(&af->read_lock);
+	return 0;
+}
+
+/* SHUT_WR: after the writes, a SHUTDOWN; once. */
+static int rs_acfile_shut_wr(struct rs_ac *ac)
+{
 	struct rs_acfile *af = ac->af;
 	struct rs_send *op = &af->shut_op;
 	int ret = 0;
 
-	if (buf->shutdown.flags)
-		return -EINVAL;
 	/*
 	 * After the writes that hold the lock now: a writer holds it while
 	 * it copies, which a fault (userfaultfd) can make long, never while
@@ -555,15 +784,85 @@ static int rs_acfile_shutdown(struct file *filp, union rs_ioctl_buf *buf,
 	if (mutex_lock_interruptible(&af->write_lock))
 		return -ERESTARTSYS;
 	if (!af->shut) {
+		ret = rs_acfile_push(ac);
 		op->opcode = RDMASHARE_OP_SHUTDOWN;
 		op->file = true;
-		ret = rs_ac_queue(ac, op, NULL);
+		if (!ret)
+			ret = rs_ac_queue(ac, op, NULL);
 		WRITE_ONCE(af->shut, !ret);
 	}
 	mutex_unlock(&af->write_lock);
 	if (!ret)
 		rs_acfile_wake(ac);
 	return ret;
+}
+
+/* RDMASHARE_IOC_SHUTDOWN: shutdown(2). */
+static int rs_acfile_shutdown(struct file *filp, union rs_ioctl_buf *buf,
+			      struct rs_new_file *nf)
+{
+	struct rs_ac *ac = filp->private_data;
+	u32 how = buf->shutdown.flags ?: RDMASHARE_SHUTDOWN_WR;
+	int ret = 0;
+
+	if (how & ~(RDMASHARE_SHUTDOWN_RD | RDMASHARE_SHUTDOWN_WR))
+		return -EINVAL;
+	if (how & RDMASHARE_SHUTDOWN_RD)
+		ret = rs_acfile_shut_rd(ac);
+	if (!ret && (how & RDMASHARE_SHUTDOWN_WR))
+		ret = rs_acfile_shut_wr(ac);
+	return ret;
+}
+
+/* The MSG_* flags of RDMASHARE_IOC_RECVMSG and SENDMSG. */
+#define RS_MSG_RECV	(MSG_DONTWAIT | MSG_PEEK | MSG_WAITALL | MSG_CMSG_CLOEXEC)
+#define RS_MSG_SEND	(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
+
+/* RDMASHARE_IOC_RECVMSG and SENDMSG: recvmsg(2) and sendmsg(2). */
+static int rs_acfile_msg(struct file *filp, union rs_ioctl_buf *buf, bool out)
+{
+	struct rdmashare_msg *m = &buf->msg;
+	struct iovec iovstack[UIO_FASTIOV], *iov = iovstack;
+	struct rs_ac *ac = filp->private_data;
+	unsigned int how = 0;
+	struct iov_iter iter;
+	ssize_t ret;
+
+	if (m->flags || m->resv)
+		return -EINVAL;
+	if (m->msg_flags & ~(out ? RS_MSG_SEND : RS_MSG_RECV))
+		return -EOPNOTSUPP;
+	if (filp->f_flags & O_NONBLOCK)
+		how |= RS_IO_NOWAIT;
+	/* For this call alone, so not behind a reader that waits either. */
+	if (m->msg_flags & MSG_DONTWAIT)
+		how |= RS_IO_NOWAIT | RS_IO_TRYLOCK;
+	if (m->msg_flags & MSG_PEEK)
+		how |= RS_IO_PEEK;
+	if (m->msg_flags & MSG_WAITALL)
+		how |= RS_IO_WAITALL;
+	if (m->msg_flags & MSG_NOSIGNAL)
+		how |= RS_IO_NOSIGNAL;
+	if (m->msg_flags & MSG_MORE)
+		how |= RS_IO_MORE;
+	ret = import_iovec(out ? ITER_SOURCE : ITER_DEST, u64_to_user_ptr(m->iov), m->iovcnt,
+			   ARRAY_SIZE(iovstack), &iov, &iter);
+	if (ret < 0)
+		return ret;
+	ret = out ? rs_acfile_send(ac, &iter, how) : rs_acfile_recv(ac, &iter, how);
+	kfree(iov);
+	/* At most MAX_RW_COUNT (import_iovec()): an int. */
+	return ret;
+}
+
+static int rs_acfile_recvmsg(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
+{
+	return rs_acfile_msg(filp, buf, false);
+}
+
+static int rs_acfile_sendmsg(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf)
+{
+	return rs_acfile_msg(filp, buf, true);
 }
 
 /* RDMASHARE_IOC_AC_SET on the AC file's own AC. */
@@ -593,21 +892,6 @@ static int rs_acfile_stats(struct file *filp, union rs_ioctl_buf *buf,
 	if (!ret)
 		rs_ac_stats_one(filp->private_data, st);
 	return ret;
-}
-
-/* Bytes a read would return now. */
-static u32 rs_acfile_rx_bytes(struct rs_ac *ac)
-{
-	struct rs_file *rf = ac->rf;
-	struct rs_acfile *af = ac->af;
-	u32 i, idx, n = 0;
-
-	spin_lock_irq(&rf->rx_lock);
-	for (i = 0, idx = af->rx_head; i < af->rx_n; i++, idx = rf->slots[idx].next)
-		n += rf->slots[idx].len;
-	n -= af->rx_n ? af->rx_cursor : 0;
-	spin_unlock_irq(&rf->rx_lock);
-	return n;
 }
 
 /* Bytes written whose SENDs have not completed (the peer has not acked). */
@@ -657,6 +941,8 @@ static const struct rs_ioctl_op rs_acfile_ioctl_ops[] = {
 	RS_IOCTL_OP(RDMASHARE_CMD_AC_STATS, rs_acfile_stats, struct rdmashare_ac_stats, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_SHUTDOWN, rs_acfile_shutdown, struct rdmashare_shutdown, flags),
 	RS_IOCTL_OP(RDMASHARE_CMD_FILE_INFO, rs_acfile_info, struct rdmashare_file_info, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_SENDMSG, rs_acfile_sendmsg, struct rdmashare_msg, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_RECVMSG, rs_acfile_recvmsg, struct rdmashare_msg, resv),
 };
 
 /*

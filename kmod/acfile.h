@@ -51,6 +51,10 @@ struct rdmashare_file_params;
  * @close_op: the CLOSE that the AC file's release queues
  * @shut_op: the SHUTDOWN of RDMASHARE_IOC_SHUTDOWN
  * @shut: @shut_op was queued (@write_lock)
+ * @rx_shut: SHUT_RD: reads end, what comes is dropped
+ * @corked: the newest write, @ops[(@op_head - 1) % RS_ACFILE_OPS], is not
+ *	queued yet: MSG_MORE held it back for the next (@write_lock)
+ * @cork: queues it, RS_ACFILE_CORK_MS after
  * @ops: the writes
  * @so_error: the error the AC closed with, until RDMASHARE_IOC_FILE_INFO
  *	takes it (a socket's SO_ERROR)
@@ -90,6 +94,9 @@ struct rs_acfile {
 	struct rs_send close_op;
 	struct rs_send shut_op;
 	bool shut;
+	bool rx_shut;
+	bool corked;
+	struct delayed_work cork;
 	struct rs_send ops[RS_ACFILE_OPS];
 	int so_error;
 	struct mutex conn_lock;		/* non-blocking CONNECT */

@@ -24,6 +24,7 @@ union rs_ioctl_buf {
 	struct rdmashare_ac_stats ac_stats;
 	struct rdmashare_shutdown shutdown;
 	struct rdmashare_file_info file_info;
+	struct rdmashare_msg msg;
 };
 
 /*

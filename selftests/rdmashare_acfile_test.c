@@ -590,7 +590,7 @@ TEST(file_ioctls)
 	struct rdmashare_ac_set set = { .size = sizeof(set), .flags = RDMASHARE_AC_SET_WEIGHT,
 					.weight = 10 };
 	struct rdmashare_ac_stats st = { .size = sizeof(st) };
-	struct rdmashare_shutdown sh = { .size = sizeof(sh), .flags = 1 };
+	struct rdmashare_shutdown sh = { .size = sizeof(sh), .flags = 4 };
 	struct rdmashare_query q = { .size = sizeof(q) };
 	char buf[8];
 	int cfd, sfd;

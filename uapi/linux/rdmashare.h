@@ -35,7 +35,9 @@ enum {
 	RDMASHARE_CMD_AC_SET = 0x06,
 	RDMASHARE_CMD_AC_STATS = 0x07,
 	RDMASHARE_CMD_SHUTDOWN = 0x08,
-	RDMASHARE_CMD_FILE_INFO = 0x09
+	RDMASHARE_CMD_FILE_INFO = 0x09,
+	RDMASHARE_CMD_SENDMSG = 0x0a,
+	RDMASHARE_CMD_RECVMSG = 0x0b
 };
 
 /* RDMASHARE_IOC_QUERY features */
@@ -52,6 +54,7 @@ enum {
 #define RDMASHARE_FEAT_AC_FILES	(1ULL << 10)	/* AC files: read, write, poll */
 #define RDMASHARE_FEAT_LISTEN_FD	(1ULL << 11)	/* RDMASHARE_LISTEN_FD */
 #define RDMASHARE_FEAT_CONNECT_NONBLOCK	(1ULL << 12)	/* and FILE_INFO */
+#define RDMASHARE_FEAT_MSG		(1ULL << 13)	/* SENDMSG, RECVMSG, SHUTDOWN_RD */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -655,16 +658,25 @@ struct rdmashare_ac_stats {
 
 #define RDMASHARE_IOC_AC_STATS	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_AC_STATS)
 
+/* RDMASHARE_IOC_SHUTDOWN flags: shutdown(2)'s how; 0 is SHUT_WR */
+#define RDMASHARE_SHUTDOWN_RD	(1U << 0)	/* reads end */
+#define RDMASHARE_SHUTDOWN_WR	(1U << 1)	/* writes end, the peer's reads */
+
 /**
  * struct rdmashare_shutdown - RDMASHARE_IOC_SHUTDOWN, on an AC file
  * @size: sizeof(struct rdmashare_shutdown)
- * @flags: must be 0
+ * @flags: RDMASHARE_SHUTDOWN_*: RD for SHUT_RD, WR (or 0) for SHUT_WR,
+ *	both for SHUT_RDWR
  *
- * The AC file sends no more: what was written goes out, then the peer's
- * reads end (as shutdown(2) with SHUT_WR).  Reading goes on; later writes
- * fail with EPIPE.  A second call does nothing.  Errors: EINVAL (flags),
- * the AC's error or EPIPE once it closed, ENOTTY on /dev/rdmashare (whose
- * ACs shut down with RDMASHARE_OP_SHUTDOWN).
+ * With RDMASHARE_SHUTDOWN_WR the AC file sends no more: what was written
+ * goes out, then the peer's reads end.  Reading goes on; later writes fail
+ * with EPIPE.  With RDMASHARE_SHUTDOWN_RD its reads end: a reader waiting
+ * now and every later read return 0, what came and was not read is
+ * dropped, and so is what comes later (its slots are not used; the peer,
+ * which is not told, runs out of credits, as TCP's window closes).  A
+ * second call does nothing.  Errors: EINVAL (flags), the AC's error or
+ * EPIPE once it closed, ENOTTY on /dev/rdmashare (whose ACs shut down with
+ * RDMASHARE_OP_SHUTDOWN).
  *
  * An AC file also takes RDMASHARE_IOC_AC_SET and RDMASHARE_IOC_AC_STATS,
  * for its own AC: their @ac must be 0 (AC_STATS returns the AC's id in the
@@ -676,5 +688,38 @@ struct rdmashare_shutdown {
 };
 
 #define RDMASHARE_IOC_SHUTDOWN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SHUTDOWN)
+
+/**
+ * struct rdmashare_msg - RDMASHARE_IOC_SENDMSG and RDMASHARE_IOC_RECVMSG,
+ *	on an AC file: sendmsg(2) and recvmsg(2) with their flags
+ * @size: sizeof(struct rdmashare_msg)
+ * @flags: must be 0
+ * @iov: a struct iovec array (the caller's ABI's, as readv(2)'s)
+ * @iovcnt: its entries, at most UIO_MAXIOV
+ * @msg_flags: the MSG_* flags of <sys/socket.h> that a stream socket
+ *	takes: MSG_DONTWAIT for this call alone, even behind another
+ *	reader or writer; for RECVMSG MSG_PEEK (the bytes stay), MSG_WAITALL
+ *	(until all came, the stream ended, an error or a signal) and
+ *	MSG_CMSG_CLOEXEC (nothing to do); for SENDMSG MSG_NOSIGNAL (EPIPE
+ *	without SIGPIPE), MSG_MORE (more follows: the bytes wait, to go with
+ *	the next write's, until a write without it, a SHUTDOWN, the close or
+ *	200 ms, as TCP_CORK's) and MSG_EOR (nothing to do).  Others:
+ *	EOPNOTSUPP
+ * @resv: must be 0
+ *
+ * The return value is the bytes moved, as read(2) and write(2) give them,
+ * with their errors.
+ */
+struct rdmashare_msg {
+	__u32 size;
+	__u32 flags;
+	__aligned_u64 iov;
+	__u32 iovcnt;
+	__u32 msg_flags;
+	__aligned_u64 resv;
+};
+
+#define RDMASHARE_IOC_SENDMSG	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SENDMSG)
+#define RDMASHARE_IOC_RECVMSG	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_RECVMSG)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */
