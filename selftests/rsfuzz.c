@@ -28,7 +28,9 @@
  *
  * On the AC files (up to 16 a worker): read and write of sizes 0, 1, on a
  * boundary or large, with good, NULL, bad, partly unmapped and read-only
- * buffers; poll; their ioctls (SHUTDOWN, AC_SET and AC_STATS of ac 0 or
+ * buffers; SENDMSG and RECVMSG with up to 8 such iovecs, socket flags
+ * that make sense or any, and bad iovec arrays, counts and fields; poll;
+ * their ioctls (SHUTDOWN one way or both, AC_SET and AC_STATS of ac 0 or
  * another, unknown commands); O_NONBLOCK on and off; dup and dup2, then
  * close of one copy; close; lseek, pread and pwrite, which must fail with
  * ESPIPE.  Close races: a second thread reads, writes or shuts down an AC
@@ -65,7 +67,7 @@
 #define MAX_ACS		32
 #define MAX_ACFS	16
 #define MAX_LFDS	4
-#define NR_CMDS		10	/* QUERY to FILE_INFO */
+#define NR_CMDS		12	/* QUERY to RECVMSG */
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* Device removal (-d): a device and an address of its own on the link. */
@@ -975,7 +977,8 @@ static void misc_ioctl(int fd, int acf)
 		do_ioctl(fd, RDMASHARE_IOC_AC_STATS, &u.st, sizeof(u.st));
 		break;
 	case 3:
-		u.sd.flags = pick(4) ? 0 : f32(2);
+		/* 0 or WR is SHUT_WR, RD SHUT_RD, both SHUT_RDWR. */
+		u.sd.flags = pick(4) ? pick(4) : f32(3);
 		do_ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &u.sd, sizeof(u.sd));
 		break;
 	case 4:
@@ -1047,6 +1050,59 @@ static void acf_io(struct acfile *e)
 
 	io_args(&c);
 	acf_call(&c);
+}
+
+/*
+ * RECVMSG or SENDMSG of @e: up to 8 iovecs as io_args() makes buffers,
+ * the flags a stream socket takes or any, and now and then a bad iovec
+ * array, count or field.
+ */
+static void acf_msg(struct acfile *e)
+{
+	static const unsigned int good[] = {
+		MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT, MSG_NOSIGNAL, MSG_MORE, MSG_EOR,
+		MSG_CMSG_CLOEXEC,
+	};
+	struct rdmashare_msg m = { .size = sizeof(m) };
+	struct iovec iov[8];
+	struct call c, io;
+	unsigned int i, n = pick(9);
+
+	for (i = 0; i < n; i++) {
+		io = (struct call){ .nr = 0 };
+		io_args(&io);
+		iov[i].iov_base = (void *)io.a[1];
+		iov[i].iov_len = io.a[2];
+	}
+	m.iov = (uintptr_t)iov;
+	m.iovcnt = n;
+	for (i = pick(4); i; i--)
+		m.msg_flags |= good[pick(ARRAY_SIZE(good))];
+	switch (pick(12)) {
+	case 0:
+		m.msg_flags = rnd();
+		break;
+	case 1:
+		/* The array itself faults, at once or part way. */
+		m.iov = pick(2) ? 8 : (uintptr_t)(edge + 4096 - pick(sizeof(iov)));
+		break;
+	case 2:
+		m.iovcnt = pick(2) ? 1024 + pick(4) : rnd();
+		break;
+	case 3:
+		m.flags = rnd();
+		break;
+	case 4:
+		m.resv = rnd();
+		break;
+	case 5:
+		m.size = pick(sizeof(m) + 8);
+		break;
+	}
+	ioctl_call(&c, e->fd, pick(2) ? RDMASHARE_IOC_SENDMSG : RDMASHARE_IOC_RECVMSG, &m);
+	acf_call(&c);
+	if (c.ret >= 0)
+		count(&sh->ok_cmds[_IOC_NR(c.a[1])]);
 }
 
 /*
@@ -1135,7 +1191,8 @@ static void a_acfile(void)
 	if (!e)
 		return;
 	switch (pick(16)) {
-	case 0 ... 5: acf_io(e); break;
+	case 0 ... 3: acf_io(e); break;
+	case 4 ... 5: acf_msg(e); break;
 	case 6 ... 7: acf_poll(); break;
 	case 8 ... 10: misc_ioctl(e->fd, 1); break;
 	case 11: acf_flags(e); break;
@@ -1245,7 +1302,7 @@ static void a_race(void)
 		io_args(&c);
 		break;
 	case 1:
-		u.sd = (struct rdmashare_shutdown){ .size = sizeof(u.sd) };
+		u.sd = (struct rdmashare_shutdown){ .size = sizeof(u.sd), .flags = pick(4) };
 		ioctl_call(&c, e->fd, RDMASHARE_IOC_SHUTDOWN, &u.sd);
 		break;
 	case 2:
@@ -1467,7 +1524,7 @@ int main(int argc, char **argv)
 {
 	static const char *const cmds[NR_CMDS] = {
 		"query", "setup", "enter", "listen", "connect", "accept", "ac_set", "ac_stats",
-		"shutdown", "file_info",
+		"shutdown", "file_info", "sendmsg", "recvmsg",
 	};
 	unsigned long budget = 20000, settle;
 	unsigned int procs = 3, secs = 120, i, failed = 0;
