@@ -175,12 +175,23 @@ static unsigned int rs_ready_pop(struct rdmashare *rs)
 
 static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c);
 
-/* File one completion; the CQ slot is handed back. */
+static void rs_put_release(struct rdmashare_sqe *sqe, __u32 ac, __u64 addr)
+{
+	sqe->opcode = RDMASHARE_OP_RELEASE;
+	sqe->ac = ac;
+	sqe->addr = addr;
+	sqe->user_data = RS_UD(RS_UD_RELEASE);
+}
+
+/*
+ * File one completion; the CQ slot is handed back.  But for -ENOMEM: then
+ * the completion stays in the CQ for the next reap, so that neither a
+ * chunk and its slot nor an AC's end is lost.
+ */
 static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 {
 	struct rs_acst *st;
 	struct rs_chunk *c;
-	int ret = 0;
 	__u32 ac;
 
 	switch (cqe->type) {
@@ -189,8 +200,7 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 		c = calloc(1, sizeof(*c));
 		if (!st || !c) {
 			free(c);
-			ret = -ENOMEM;
-			break;
+			return -ENOMEM;
 		}
 		c->addr = cqe->addr;
 		rs->held++;
@@ -213,10 +223,8 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 		break;
 	case RDMASHARE_CQE_CLOSED:
 		st = rs_acst(rs, cqe->ac);
-		if (!st) {
-			ret = -ENOMEM;
-			break;
-		}
+		if (!st)
+			return -ENOMEM;
 		if (cqe->flags & RDMASHARE_CQE_F_DISCARD) {
 			/*
 			 * Never ours: give its chunks' slots back, forget
@@ -240,8 +248,6 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			}
 			return 0;
 		}
-		if (st->closing)
-			break;
 		/* HALF: the peer shut down; this end still sends. */
 		if (cqe->flags & RDMASHARE_CQE_F_HALF) {
 			st->eof = 1;
@@ -249,7 +255,13 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 			st->closed = 1;
 			st->close_res = cqe->res;
 		}
-		rs_ready_push(rs, cqe->ac);
+		/*
+		 * Kept for an AC this end is closing too (its CLOSE's
+		 * completion forgets it), in case the CLOSE is not queued
+		 * after all (rdmashare_close_ac() failed); but nobody reads it.
+		 */
+		if (!st->closing)
+			rs_ready_push(rs, cqe->ac);
 		break;
 	case RDMASHARE_CQE_OP:
 		if (!(cqe->user_data & RS_UD_LIB))
@@ -285,7 +297,7 @@ static int rs_file_cqe(struct rdmashare *rs, struct rdmashare_cqe *cqe)
 		break;
 	}
 	rdmashare_cqe_seen(rs, cqe);
-	return ret;
+	return 0;
 }
 
 /*
@@ -322,13 +334,39 @@ static int rs_copy_out_others(struct rdmashare *rs, int ac)
 			}
 			memcpy(c->copy, (char *)rs->data + c->addr, c->len);
 			rs->held--;
-			sqe->opcode = RDMASHARE_OP_RELEASE;
-			sqe->ac = i;
-			sqe->addr = c->addr;
-			sqe->user_data = RS_UD(RS_UD_RELEASE);
+			rs_put_release(sqe, i, c->addr);
 		}
 	}
 	return 0;
+}
+
+/*
+ * The RELEASEs of the chunks read whose slots could not be given back then
+ * (rs_release()), as far as the SQ has room; the caller submits them.
+ */
+static void rs_queue_owed(struct rdmashare *rs)
+{
+	struct rdmashare_sqe *sqe;
+	struct rs_chunk *c;
+
+	while ((c = rs->owed) && (sqe = rdmashare_get_sqe(rs))) {
+		rs->owed = c->next;
+		rs_put_release(sqe, c->ac, c->addr);
+		free(c);
+	}
+}
+
+/* Submit the SQ, with the RELEASEs owed that it has room for once it was. */
+static int rs_submit(struct rdmashare *rs)
+{
+	int ret;
+
+	rs_queue_owed(rs);
+	ret = rdmashare_submit(rs);
+	if (ret < 0 || !rs->owed)
+		return ret;
+	rs_queue_owed(rs);
+	return rdmashare_submit(rs);
 }
 
 /* Reap what is there; with @wait, wait for at least one first. */
@@ -342,7 +380,7 @@ static int rs_reap(struct rdmashare *rs, int wait, unsigned int timeout_ms)
 		if (ret)
 			return ret;
 	}
-	ret = rdmashare_submit(rs);
+	ret = rs_submit(rs);
 	if (ret < 0)
 		return ret;
 	if (wait) {
@@ -370,7 +408,7 @@ static int rs_push(struct rdmashare *rs)
 	int ret;
 
 	for (;;) {
-		ret = rdmashare_submit(rs);
+		ret = rs_submit(rs);
 		if (ret < 0)
 			return ret;
 		if (rs->sq.tail == rs_smp_load_acquire(rs->sq.khead) ||
@@ -400,60 +438,72 @@ static int rs_push_release(struct rdmashare *rs)
 	return rs_push(rs);
 }
 
-/* An SQE, reaping and submitting until one is free. */
-static struct rdmashare_sqe *rs_sqe(struct rdmashare *rs)
+/*
+ * An SQE in *@sqe, reaping and submitting until one is free: 0, or the
+ * error of the reap that failed.
+ */
+static int rs_sqe(struct rdmashare *rs, struct rdmashare_sqe **sqe)
 {
-	struct rdmashare_sqe *sqe;
+	int ret;
 
-	while (!(sqe = rdmashare_get_sqe(rs))) {
-		if (rs_reap(rs, 1, 0))
-			return NULL;
+	while (!(*sqe = rdmashare_get_sqe(rs))) {
+		ret = rs_reap(rs, 1, 0);
+		if (ret)
+			return ret;
 	}
-	return sqe;
+	return 0;
 }
 
 /*
- * An SQE for a SEND, CLOSE or SHUTDOWN.  No more of these are outstanding
+ * Room for a SEND, CLOSE or SHUTDOWN.  No more of these are outstanding
  * than the kernel takes at once (max_waiting): otherwise one could wait in
  * the SQ, for SENDs that wait for the peer's credits, ahead of the RELEASE
  * that returns the peer its own (struct rdmashare_enter).
  */
-static struct rdmashare_sqe *rs_wait_sqe(struct rdmashare *rs)
+static int rs_wait_room(struct rdmashare *rs)
 {
-	struct rdmashare_sqe *sqe;
+	int ret;
 
 	while (rs->max_waiting && rs->waiting >= rs->max_waiting) {
-		if (rs_reap(rs, 1, 0))
-			return NULL;
+		ret = rs_reap(rs, 1, 0);
+		if (ret)
+			return ret;
 	}
-	sqe = rs_sqe(rs);
-	if (sqe)
+	return 0;
+}
+
+/* An SQE for a SEND or SHUTDOWN, counted as waiting: as rs_sqe(). */
+static int rs_wait_sqe(struct rdmashare *rs, struct rdmashare_sqe **sqe)
+{
+	int ret;
+
+	ret = rs_wait_room(rs);
+	if (!ret)
+		ret = rs_sqe(rs, sqe);
+	if (!ret)
 		rs->waiting++;
-	return sqe;
+	return ret;
 }
 
 /*
- * @ac was just handed out by LISTEN, CONNECT or ACCEPT.  If an earlier AC
- * with the same id is still closing here, its CLOSE completion is already in
- * the CQ (the kernel reuses an id only after it): reap up to it.  So is the
- * DISCARD CLOSED of a backlog AC that had the id: if something of that AC
- * was filed already, reap what is there, which voids it.  (If nothing was,
- * its completions come in order before the new AC's, and one reap files
- * them all: the DISCARD voids them before a RECV can take one.)  What came
+ * @ac was just handed out by LISTEN, CONNECT or ACCEPT.  Whatever the
+ * kernel said of the id before is in the CQ already: reap it.  If an earlier
+ * AC with the same id is still closing here, its CLOSE completion is there
+ * (the kernel reuses an id only after it): reap up to it.  So is the
+ * DISCARD CLOSED of a backlog AC that had the id, which voids what came
+ * for that AC, and the completion of a SEND or SHUTDOWN that named the id
+ * while no AC had it (-ENOENT).  What this end did with the id before is
+ * not the new AC's: its send error and shutdown are forgotten.  What came
  * for the new AC before it was accepted (chunks, a HALF CLOSED) is kept.
  */
 static int rs_new_ac(struct rdmashare *rs, int ac)
 {
-	static const struct rs_acst none;
 	struct rs_acst *st;
 	int ret;
 
-	st = rs_acst(rs, ac);
-	if (st && !st->closing && memcmp(st, &none, sizeof(none))) {
-		ret = rs_reap(rs, 0, 0);
-		if (ret)
-			return ret;
-	}
+	ret = rs_reap(rs, 0, 0);
+	if (ret)
+		return ret;
 	for (;;) {
 		st = rs_acst(rs, ac);
 		if (!st)
@@ -464,6 +514,8 @@ static int rs_new_ac(struct rdmashare *rs, int ac)
 		if (ret)
 			return ret;
 	}
+	st->send_err = 0;
+	st->shut = 0;
 	return ac;
 }
 
@@ -517,7 +569,29 @@ int rdmashare_connect(struct rdmashare *rs, const struct sockaddr *addr,
 	return rs_new_ac(rs, c.ac);
 }
 
-int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms)
+/* @a as a sockaddr in @sa, cut to *@len bytes; *@len set to its whole size. */
+static void rs_addr_out(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len)
+{
+	struct sockaddr_storage ss = { .ss_family = a->family };
+	struct sockaddr_in6 *in6 = (void *)&ss;
+	struct sockaddr_in *in = (void *)&ss;
+	socklen_t n;
+
+	if (a->family == AF_INET) {
+		in->sin_port = htons(a->port);
+		memcpy(&in->sin_addr, a->addr, 4);
+		n = sizeof(*in);
+	} else {
+		in6->sin6_port = htons(a->port);
+		memcpy(&in6->sin6_addr, a->addr, 16);
+		n = sizeof(*in6);
+	}
+	memcpy(sa, &ss, n < *len ? n : *len);
+	*len = n;
+}
+
+int rdmashare_accept_peer(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms,
+			  struct sockaddr *peer, socklen_t *peer_len)
 {
 	struct rdmashare_accept a = {
 		.size = sizeof(a), .listen_ac = listen_ac, .timeout_ms = timeout_ms,
@@ -527,8 +601,15 @@ int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_m
 	ret = rs_ioctl(rs, RDMASHARE_IOC_ACCEPT, &a);
 	if (ret)
 		return ret;
+	if (peer && peer_len)
+		rs_addr_out(&a.peer, peer, peer_len);
 	/* Chunks may have come before the accept: they are kept. */
 	return rs_new_ac(rs, a.ac);
+}
+
+int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms)
+{
+	return rdmashare_accept_peer(rs, listen_ac, timeout_ms, NULL, NULL);
 }
 
 int rdmashare_listen_files(struct rdmashare *rs, unsigned int port, unsigned int backlog)
@@ -604,27 +685,6 @@ int rdmashare_file_error(int fd)
 	return ret ? ret : fi.error;
 }
 
-/* @a as a sockaddr in @sa, cut to *@len bytes; *@len set to its whole size. */
-static void rs_addr_out(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len)
-{
-	struct sockaddr_storage ss = { .ss_family = a->family };
-	struct sockaddr_in6 *in6 = (void *)&ss;
-	struct sockaddr_in *in = (void *)&ss;
-	socklen_t n;
-
-	if (a->family == AF_INET) {
-		in->sin_port = htons(a->port);
-		memcpy(&in->sin_addr, a->addr, 4);
-		n = sizeof(*in);
-	} else {
-		in6->sin6_port = htons(a->port);
-		memcpy(&in6->sin6_addr, a->addr, 16);
-		n = sizeof(*in6);
-	}
-	memcpy(sa, &ss, n < *len ? n : *len);
-	*len = n;
-}
-
 int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int max_files,
 			unsigned int flags)
 {
@@ -694,10 +754,10 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 			return ret;
 	}
 	memcpy((char *)rs->data + off, buf, len);
-	sqe = rs_wait_sqe(rs);
-	if (!sqe) {
+	ret = rs_wait_sqe(rs, &sqe);
+	if (ret) {
 		rs_tx_free(rs, off, len);
-		return -EIO;
+		return ret;
 	}
 	sqe->opcode = RDMASHARE_OP_SEND;
 	sqe->ac = ac;
@@ -708,41 +768,78 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len)
 	return rs_push(rs);
 }
 
-/* A RELEASE of the slot at @addr, submitted later (rs_push_release()). */
-static void rs_release_slot(struct rdmashare *rs, int ac, __u64 addr)
-{
-	struct rdmashare_sqe *sqe = rs_sqe(rs);
-
-	rs->held--;
-	if (sqe) {
-		sqe->opcode = RDMASHARE_OP_RELEASE;
-		sqe->ac = ac;
-		sqe->addr = addr;
-		sqe->user_data = RS_UD(RS_UD_RELEASE);
-	}
-}
-
-/* Give a chunk's slot back (unless it was copied out), then forget it. */
+/*
+ * Give a chunk's slot back (unless it was copied out), then forget it: a
+ * RELEASE, submitted later (rs_push_release()).  Without an SQE (the reap
+ * that would free one failed: its error shows in the caller's next wait),
+ * the chunk waits in rs->owed, its slot still held, until rs_queue_owed()
+ * finds one; the slot is never lost.
+ */
 static void rs_release(struct rdmashare *rs, int ac, struct rs_chunk *c)
 {
-	if (!c->copy)
-		rs_release_slot(rs, ac, c->addr);
+	struct rdmashare_sqe *sqe;
+
+	if (!c->copy) {
+		rs->held--;
+		if (rs_sqe(rs, &sqe)) {
+			c->ac = ac;
+			c->next = rs->owed;
+			rs->owed = c;
+			return;
+		}
+		rs_put_release(sqe, ac, c->addr);
+	}
 	free(c->copy);
 	free(c);
 }
 
+/*
+ * A wait for the rest of @ac's message failed with @err: what was read of
+ * it, @got bytes at @buf (not kept with @drop: the message is too long for
+ * this call and is dropped), goes back to the head of the AC as one chunk,
+ * so that the next call returns the whole message (or -EMSGSIZE).  @err, or
+ * -ENOMEM when the message is lost.
+ */
+static int rs_unread(struct rdmashare *rs, int ac, const void *buf, size_t got,
+		     size_t msg_len, int drop, int err)
+{
+	struct rs_chunk *c = calloc(1, sizeof(*c));
+	struct rs_acst *st = rs_acst(rs, ac);
+
+	if (c)
+		c->copy = malloc(got && !drop ? got : 1);
+	if (!st || !c || !c->copy) {
+		if (c)
+			free(c->copy);
+		free(c);
+		return -ENOMEM;
+	}
+	if (!drop)
+		memcpy(c->copy, buf, got);
+	c->len = got;
+	c->msg_len = msg_len;
+	c->more = 1;
+	c->drop = drop;
+	c->next = st->head;
+	st->head = c;
+	if (!st->tail)
+		st->tail = c;
+	rs_ready_push(rs, ac);
+	return err;
+}
 
 /*
  * Chunks are copied out and their slots released as they come, so a message
- * larger than the AC's credit window still flows.
+ * larger than the AC's credit window still flows.  A call that gives up in
+ * the middle of a message puts back what it read (rs_unread()).
  */
 ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		       unsigned int timeout_ms)
 {
+	int more = 1, begun = 0, drop = 0, ret;
 	size_t msg_len = 0, got = 0;
 	struct rs_acst *st;
 	struct rs_chunk *c;
-	int more = 1, ret;
 
 	while (more) {
 		st = rs_acst(rs, ac);
@@ -758,6 +855,9 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 			rs->reading = ac;
 			ret = rs_reap(rs, 1, timeout_ms);
 			rs->reading = 0;
+			if (ret && begun)
+				return rs_unread(rs, ac, buf, got, msg_len, drop || msg_len > len,
+						 ret);
 			if (ret)
 				return ret;
 			continue;
@@ -765,18 +865,21 @@ ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		st->head = c->next;
 		if (!st->head)
 			st->tail = NULL;
+		begun = 1;
 		msg_len = c->msg_len;
-		if (got + c->len <= len)
+		drop |= c->drop;
+		if (!drop && got + c->len <= len)
 			memcpy((char *)buf + got, c->copy ? c->copy : (char *)rs->data + c->addr,
 			       c->len);
 		got += c->len;
 		more = c->more;
 		rs_release(rs, ac, c);
+		/* The RELEASEs stay queued: only a message not read whole is at stake. */
 		ret = rs_push_release(rs);
-		if (ret < 0)
-			return ret;
+		if (ret < 0 && more)
+			return rs_unread(rs, ac, buf, got, msg_len, drop || msg_len > len, ret);
 	}
-	if (msg_len > len)
+	if (msg_len > len || drop)
 		return -EMSGSIZE;
 	return msg_len;
 }
@@ -817,27 +920,44 @@ ssize_t rdmashare_recv_any(struct rdmashare *rs, int *ac, void *buf, size_t len,
 int rdmashare_close_ac(struct rdmashare *rs, int ac)
 {
 	struct rdmashare_sqe *sqe;
+	struct rs_chunk *c, *next;
 	struct rs_acst *st;
-	struct rs_chunk *c;
+	int ret;
 
-	/* Unread chunks go back first. */
+	/* The wait comes first: if it fails, the AC is as it was. */
+	ret = rs_wait_room(rs);
+	if (ret)
+		return ret;
+	/*
+	 * Unread chunks go back, and so does what comes from now on
+	 * (rs_file_cqe()).  The releases may reap, which may move rs->acs.
+	 */
 	st = rs_acst(rs, ac);
-	while (st && (c = st->head)) {
-		st->head = c->next;
-		rs_release(rs, ac, c);
-	}
+	c = st ? st->head : NULL;
 	if (st) {
+		st->head = NULL;
 		st->tail = NULL;
 		st->closing = 1;
 	}
+	for (; c; c = next) {
+		next = c->next;
+		rs_release(rs, ac, c);
+	}
 	/* Queued behind the AC's SENDs; its completion frees the id. */
-	sqe = rs_wait_sqe(rs);
-	if (!sqe)
-		return -EIO;
+	ret = rs_sqe(rs, &sqe);
+	if (ret) {
+		/* Not queued: the AC stays open, its unread messages dropped. */
+		st = rs_acst(rs, ac);
+		if (st)
+			st->closing = 0;
+		return ret;
+	}
+	rs->waiting++;
 	sqe->opcode = RDMASHARE_OP_CLOSE;
 	sqe->ac = ac;
 	sqe->user_data = RS_UD(RS_UD_CLOSE) | (__u32)ac;
-	return rs_push(rs) < 0 ? -EIO : 0;
+	/* An error here leaves the CLOSE queued: the next submission takes it. */
+	return rs_push(rs);
 }
 
 int rdmashare_ac_stats(struct rdmashare *rs, int ac, struct rdmashare_ac_stats *st)
@@ -852,6 +972,7 @@ int rdmashare_shutdown(struct rdmashare *rs, int ac)
 {
 	struct rdmashare_sqe *sqe;
 	struct rs_acst *st;
+	int ret;
 
 	st = rs_acst(rs, ac);
 	if (!st)
@@ -859,14 +980,16 @@ int rdmashare_shutdown(struct rdmashare *rs, int ac)
 	if (st->closed || st->shut || st->closing)
 		return -EPIPE;
 	/* Queued behind the AC's SENDs, like a CLOSE. */
-	sqe = rs_wait_sqe(rs);
-	if (!sqe)
-		return -EIO;
+	ret = rs_wait_sqe(rs, &sqe);
+	if (ret)
+		return ret;
 	sqe->opcode = RDMASHARE_OP_SHUTDOWN;
 	sqe->ac = ac;
 	sqe->user_data = RS_UD(RS_UD_SHUT) | (__u32)ac;
-	st->shut = 1;
-	return rs_push(rs) < 0 ? -EIO : 0;
+	/* The wait may have reaped, which may move rs->acs. */
+	rs_acst(rs, ac)->shut = 1;
+	/* An error here leaves the SHUTDOWN queued: the next submission takes it. */
+	return rs_push(rs);
 }
 
 int rdmashare_flush(struct rdmashare *rs, unsigned int timeout_ms)

@@ -35,7 +35,10 @@ struct rs_cq {
 
 /*
  * A received chunk waiting for rdmashare_recv(): in its slot, or copied out
- * (@copy) and its slot given back.
+ * (@copy) and its slot given back.  The start of a message that a call
+ * began to read and gave up on is one chunk, copied (@drop: too long for
+ * that call, its bytes are not kept and the message is dropped).  A chunk
+ * read whose slot could not be given back yet waits in rs->owed (@ac).
  */
 struct rs_chunk {
 	struct rs_chunk *next;
@@ -43,6 +46,8 @@ struct rs_chunk {
 	__u32 len;
 	__u32 msg_len;
 	int more;
+	int drop;
+	__u32 ac;
 	char *copy;
 };
 
@@ -84,6 +89,7 @@ struct rdmashare {
 	unsigned int waiting;		/* library SENDs, CLOSEs, SHUTDOWNs not completed */
 	unsigned int max_waiting;	/* how many the kernel takes; 0: no limit */
 	unsigned int held;		/* slots holding chunks not read yet */
+	struct rs_chunk *owed;		/* read, their RELEASE not queued yet */
 	int reading;			/* the AC rdmashare_recv() reads, or 0 */
 	unsigned int ready_head;	/* ACs with something to read: a FIFO */
 	unsigned int ready_tail;	/* of ids (0: none) for recv_any */

@@ -34,6 +34,17 @@ int rdmashare_open(struct rdmashare **out, unsigned int flags)
 	return 0;
 }
 
+static void rs_free_chunks(struct rs_chunk *c)
+{
+	struct rs_chunk *n;
+
+	for (; c; c = n) {
+		n = c->next;
+		free(c->copy);
+		free(c);
+	}
+}
+
 void rdmashare_close(struct rdmashare *rs)
 {
 	struct rs_extent *e;
@@ -43,14 +54,9 @@ void rdmashare_close(struct rdmashare *rs)
 		return;
 	rs_rings_unmap(rs);
 	close(rs->fd);
-	for (i = 0; i < rs->nr_acs; i++) {
-		struct rs_chunk *c = rs->acs[i].head, *n;
-
-		for (; c; c = n) {
-			n = c->next;
-			free(c);
-		}
-	}
+	for (i = 0; i < rs->nr_acs; i++)
+		rs_free_chunks(rs->acs[i].head);
+	rs_free_chunks(rs->owed);
 	free(rs->acs);
 	while ((e = rs->free_tx)) {
 		rs->free_tx = e->next;

@@ -172,6 +172,20 @@ int rdmashare_listen(struct rdmashare *rs, unsigned int port, unsigned int backl
 int rdmashare_accept(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms);
 
 /**
+ * rdmashare_accept_peer() - rdmashare_accept(), with the peer's address
+ * @rs: a set-up handle
+ * @listen_ac: from rdmashare_listen()
+ * @timeout_ms: 0 waits without limit
+ * @peer: if not NULL, gets the peer's address (struct sockaddr_in or
+ *	sockaddr_in6, port 0), cut to *@peer_len bytes
+ * @peer_len: in: @peer's size; out: the address's
+ *
+ * Return: as rdmashare_accept().
+ */
+int rdmashare_accept_peer(struct rdmashare *rs, int listen_ac, unsigned int timeout_ms,
+			  struct sockaddr *peer, socklen_t *peer_len);
+
+/**
  * rdmashare_connect() - open an AC to a peer's service port
  * @rs: a set-up handle
  * @addr: sockaddr_in or sockaddr_in6 with the peer's address and port
@@ -195,8 +209,8 @@ int rdmashare_connect(struct rdmashare *rs, const struct sockaddr *addr,
  * CLOSEs and SHUTDOWNs of this handle have not completed (they wait for
  * the peers' credits).
  *
- * Return: 0, or -EMSGSIZE, -ENOMEM, ...  A failed delivery shows as a
- * CLOSED AC (rdmashare_recv() returns the error).
+ * Return: 0, or -EMSGSIZE, -ENOMEM, -EINTR, ...  A failed delivery shows
+ * as a CLOSED AC (rdmashare_recv() returns the error).
  */
 int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len);
 
@@ -208,11 +222,14 @@ int rdmashare_send(struct rdmashare *rs, int ac, const void *buf, size_t len);
  * @len: room at @buf
  * @timeout_ms: 0 waits without limit
  *
+ * A call that ends early (-ETIME, -EINTR) in the middle of a message keeps
+ * what it read: the next call returns the whole message.
+ *
  * Return: the message's length (0 for an empty message); -EPIPE once the
  * peer closed the AC or shut it down (rdmashare_shutdown()) and every
  * message before was received; -EMSGSIZE (the message was longer than @len
- * and is dropped); -ETIME; or the AC's error (-ECONNRESET when the peer was
- * lost).
+ * of the call that began to read it, and is dropped); -ETIME; or the AC's
+ * error (-ECONNRESET when the peer was lost).
  */
 ssize_t rdmashare_recv(struct rdmashare *rs, int ac, void *buf, size_t len,
 		       unsigned int timeout_ms);
@@ -242,7 +259,7 @@ ssize_t rdmashare_recv_any(struct rdmashare *rs, int *ac, void *buf, size_t len,
  * the close.  Unread messages are dropped.  The id may come back from a
  * later connect or accept once the close completed.
  *
- * Return: 0, or a negative errno.
+ * Return: 0, or a negative errno (-EINTR: not queued, the AC stays open).
  */
 int rdmashare_close_ac(struct rdmashare *rs, int ac);
 
