@@ -207,10 +207,10 @@ static inline bool rs_acs_gone(int secs)
 }
 
 /*
- * ACs in quarantine (closed, slots kept until the peer's CLOSE) on every QP
- * to every peer, from debugfs; -1 on error.
+ * The sum of the numbers after @key (" quarantined ", " rx_held "...) in
+ * the debugfs files of every peer; -1 on error.
  */
-static inline int rs_quarantined(void)
+static inline int rs_debugfs_peers_sum(const char *key)
 {
 	static char buf[1 << 16];
 	char path[512], *p;
@@ -234,11 +234,26 @@ static inline int rs_quarantined(void)
 		if (len <= 0)
 			continue;
 		buf[len] = 0;
-		for (p = buf; (p = strstr(p, " quarantined ")); p++)
-			n += atoi(p + strlen(" quarantined "));
+		for (p = buf; (p = strstr(p, key)); p++)
+			n += atoi(p + strlen(key));
 	}
 	closedir(d);
 	return n;
+}
+
+/*
+ * ACs in quarantine (closed, slots kept until the peer's CLOSE) on every QP
+ * to every peer, from debugfs; -1 on error.
+ */
+static inline int rs_quarantined(void)
+{
+	return rs_debugfs_peers_sum(" quarantined ");
+}
+
+/* Receive slots that applications hold (not released), of every AC; -1 on error. */
+static inline int rs_rx_held(void)
+{
+	return rs_debugfs_peers_sum(" rx_held ");
 }
 
 /* Write a string to a sysfs file in one write(); 0 or -errno. */

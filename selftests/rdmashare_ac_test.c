@@ -13,7 +13,11 @@
  * came, whole (multi-chunk ones too) and each AC's in order, reports an
  * AC's end once, times out, and refuses a NULL id.  The slots a closed AC
  * lent its peer come back once the peer answered its CLOSE.  A file set up
- * with small receive slots gets chunks that fit them.
+ * with small receive slots gets chunks that fit them.  librdmashare's
+ * faults, fixed: a recv that times out inside a message keeps its chunks,
+ * send, shutdown and close return the real errno (not -EIO), a send error
+ * is not inherited by a new AC with the same id, slots read while no SQE
+ * could be had still come back, and accept can give the peer's address.
  */
 #include <arpa/inet.h>
 #include <signal.h>
@@ -976,6 +980,305 @@ TEST_F_TIMEOUT(data, closed_slots_come_back, 180)
 	EXPECT_EQ(0, left);
 	rdmashare_close(cli);
 	rdmashare_close(srv);
+}
+
+/*
+ * A recv that times out in the middle of a message keeps what it read: the
+ * next call returns the whole message.  The receiver has four 64-byte
+ * slots, so a 16 KiB message comes in 256 chunks, a few at a time, and a
+ * 1 ms wait for the next one often ends first.  Until the test saw such a
+ * timeout three times (the AC had received chunks of the message, and the
+ * call returned none), it sends another message.
+ */
+TEST_F_TIMEOUT(data, recv_timeout_keeps_chunks, 120)
+{
+	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_SLOT_SIZE, .data_size = 1 << 16, .rx_slots = 4,
+		.rx_slot_size = 64,
+	};
+	static unsigned char out[16384], in[16384 + 1];
+	struct sockaddr_in sin = peer_addr(PORT + 60);
+	const __u64 chunks = sizeof(out) / 64;
+	struct rdmashare_ac_stats st;
+	int l, cac, sac, r, mid = 0;
+	struct rdmashare *c, *s;
+	double deadline;
+	ssize_t n;
+
+	s = rs_open_with(&p);
+	ASSERT_NE(NULL, s);
+	c = open_setup();
+	ASSERT_NE(NULL, c);
+	l = rdmashare_listen(s, PORT + 60, 4);
+	ASSERT_LE(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LE(0, sac);
+	deadline = rs_now() + 60;
+	for (r = 0; mid < 3; r++) {
+		ASSERT_GT(deadline, rs_now()) TH_LOG("%d timeouts inside a message", mid);
+		fill(out, sizeof(out), r);
+		ASSERT_EQ(0, rdmashare_send(c, cac, out, sizeof(out)));
+		while ((n = rdmashare_recv(s, sac, in, sizeof(in), 1)) == -ETIME) {
+			ASSERT_EQ(0, rdmashare_ac_stats(s, sac, &st));
+			if (st.rx_chunks > r * chunks && st.rx_chunks < (r + 1) * chunks)
+				mid++;
+		}
+		ASSERT_EQ((ssize_t)sizeof(out), n) TH_LOG("message %d: %zd", r, n);
+		ASSERT_EQ(0, memcmp(out, in, sizeof(out))) TH_LOG("message %d", r);
+	}
+	/* One that does not fit is dropped whole, also across a timeout. */
+	fill(out, sizeof(out), r);
+	ASSERT_EQ(0, rdmashare_send(c, cac, out, sizeof(out)));
+	while ((n = rdmashare_recv(s, sac, in, 100, 1)) == -ETIME)
+		;
+	EXPECT_EQ(-EMSGSIZE, n);
+	ASSERT_EQ(0, rdmashare_send(c, cac, out, 10));
+	EXPECT_EQ(10, rdmashare_recv(s, sac, in, sizeof(in), 20000));
+	EXPECT_EQ(0, memcmp(out, in, 10));
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/* Take the handle's descriptor away (its system calls get EBADF); a copy. */
+static int hide_fd(struct rdmashare *rs)
+{
+	int saved = dup(rdmashare_fd(rs));
+
+	close(rdmashare_fd(rs));
+	return saved;
+}
+
+static void restore_fd(struct rdmashare *rs, int saved)
+{
+	dup2(saved, rdmashare_fd(rs));
+	close(saved);
+}
+
+/*
+ * rdmashare_send(), rdmashare_shutdown() and rdmashare_close_ac() return
+ * the error that stopped them, not -EIO: here EBADF, from submitting (a
+ * SHUTDOWN and a CLOSE that stay queued, and go with the next submission)
+ * and from the wait for room while max_waiting operations are outstanding
+ * (then nothing is queued and the AC is as it was).
+ */
+TEST_F_TIMEOUT(data, errors_not_eio, 120)
+{
+	struct rdmashare_setup p = { .sq_entries = 8, .rx_slots = 8, .cq_entries = 16,
+				     .data_size = 1 << 16 };
+	struct sockaddr_in sin = peer_addr(PORT + 61);
+	int l, cac[3], sac[3], i, n, fd;
+	struct rdmashare_ac_stats st;
+	struct rdmashare *c, *s;
+	char buf[64];
+
+	c = rs_open_with(&p);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(7, p.max_waiting);
+	s = rs_open_setup(1 << 20, 4);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT + 61, 4);
+	ASSERT_LE(0, l);
+	for (i = 0; i < 3; i++) {
+		cac[i] = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LE(0, cac[i]);
+		sac[i] = rdmashare_accept(s, l, 20000);
+		ASSERT_LE(0, sac[i]);
+	}
+	/*
+	 * max_waiting SENDs wait for credits that do not come (the reader has
+	 * four slots, and does not read), all the others completed and were
+	 * reaped: the next operation waits.
+	 */
+	for (n = 0;; n++) {
+		rdmashare_flush(c, 300);
+		ASSERT_EQ(0, rdmashare_ac_stats(c, cac[2], &st));
+		if (st.queued_ops == 7)
+			break;
+		ASSERT_GT(30, n);
+		memset(buf, n, sizeof(buf));
+		ASSERT_EQ(0, rdmashare_send(c, cac[2], buf, sizeof(buf)));
+	}
+	fd = hide_fd(c);
+	EXPECT_EQ(-EBADF, rdmashare_send(c, cac[2], buf, sizeof(buf)));
+	EXPECT_EQ(-EBADF, rdmashare_shutdown(c, cac[2]));
+	EXPECT_EQ(-EBADF, rdmashare_close_ac(c, cac[2]));
+	restore_fd(c, fd);
+	/* Nothing of those was queued: the messages, then the close. */
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ((ssize_t)sizeof(buf), rdmashare_recv(s, sac[2], buf, sizeof(buf), 20000));
+		EXPECT_EQ(i, buf[0]);
+	}
+	EXPECT_EQ(0, rdmashare_send(c, cac[2], buf, 1));
+	EXPECT_EQ(0, rdmashare_close_ac(c, cac[2]));
+	EXPECT_EQ(1, rdmashare_recv(s, sac[2], buf, sizeof(buf), 20000));
+	EXPECT_EQ(-EPIPE, rdmashare_recv(s, sac[2], buf, sizeof(buf), 20000));
+
+	/* Room to wait for: the SHUTDOWN and the CLOSE are queued. */
+	fd = hide_fd(c);
+	EXPECT_EQ(-EBADF, rdmashare_shutdown(c, cac[0]));
+	EXPECT_EQ(-EBADF, rdmashare_close_ac(c, cac[1]));
+	restore_fd(c, fd);
+	ASSERT_LE(0, rdmashare_submit(c));
+	EXPECT_EQ(-EPIPE, rdmashare_recv(s, sac[0], buf, sizeof(buf), 20000));
+	EXPECT_EQ(-EPIPE, rdmashare_recv(s, sac[1], buf, sizeof(buf), 20000));
+	EXPECT_EQ(-EPIPE, rdmashare_shutdown(c, cac[0]));
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * A SEND that fails because its id names no AC (-ENOENT) is this id's
+ * error only until the kernel hands the id out again: the new AC that
+ * CONNECT or ACCEPT returns with it sends.
+ */
+TEST_F_TIMEOUT(data, send_error_not_inherited, 120)
+{
+	struct sockaddr_in sin = peer_addr(PORT + 62);
+	struct rdmashare *c = open_setup(), *s = open_setup();
+	int l, cac, sac, id;
+	char buf[8] = "abcdefg";
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT + 62, 4);
+	ASSERT_LE(0, l);
+	for (id = 1; id <= 4; id++) {
+		ASSERT_EQ(0, rdmashare_send(c, id, buf, sizeof(buf)));
+		if (id != l)
+			ASSERT_EQ(0, rdmashare_send(s, id, buf, sizeof(buf)));
+	}
+	EXPECT_EQ(0, rdmashare_flush(c, 20000));
+	EXPECT_EQ(0, rdmashare_flush(s, 20000));
+	EXPECT_EQ(-ENOENT, rdmashare_send(c, 1, buf, sizeof(buf)));
+	EXPECT_EQ(-ENOENT, rdmashare_send(s, l == 1 ? 2 : 1, buf, sizeof(buf)));
+
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(1, cac);
+	ASSERT_GE(4, cac);
+	sac = rdmashare_accept(s, l, 20000);
+	ASSERT_LE(1, sac);
+	ASSERT_GE(4, sac);
+	EXPECT_EQ(0, rdmashare_send(c, cac, buf, sizeof(buf)));
+	EXPECT_EQ((ssize_t)sizeof(buf), rdmashare_recv(s, sac, buf, sizeof(buf), 20000));
+	EXPECT_EQ(0, rdmashare_send(s, sac, buf, sizeof(buf)));
+	EXPECT_EQ((ssize_t)sizeof(buf), rdmashare_recv(c, cac, buf, sizeof(buf), 20000));
+	EXPECT_EQ(0, strcmp(buf, "abcdefg"));
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * Every slot the library read comes back, even when it could not give it
+ * back at once: with the descriptor gone (EBADF) and its 8-entry SQ full of
+ * RELEASEs, a reader goes on taking 12 messages kept on 4 ACs, and once
+ * the descriptor is back the slots the ACs hold return to what they were.
+ */
+TEST_F_TIMEOUT(data, read_slots_come_back, 120)
+{
+	struct rdmashare_setup p = { .sq_entries = 8, .rx_slots = 16, .data_size = 1 << 16 };
+	struct sockaddr_in sin = peer_addr(PORT + 63);
+	int l, cac[4], sac[4], a, i, fd, held, got;
+	struct rdmashare_ac_stats st;
+	struct rdmashare *c, *s;
+	double deadline;
+	char buf[64];
+
+	held = rs_rx_held();
+	ASSERT_LE(0, held);
+	s = rs_open_with(&p);
+	ASSERT_NE(NULL, s);
+	c = open_setup();
+	ASSERT_NE(NULL, c);
+	l = rdmashare_listen(s, PORT + 63, 4);
+	ASSERT_LE(0, l);
+	for (a = 0; a < 4; a++) {
+		cac[a] = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+		ASSERT_LE(0, cac[a]);
+		sac[a] = rdmashare_accept(s, l, 20000);
+		ASSERT_LE(0, sac[a]);
+		for (i = 0; i < 3; i++) {
+			memset(buf, a * 10 + i, sizeof(buf));
+			ASSERT_EQ(0, rdmashare_send(c, cac[a], buf, sizeof(buf)));
+		}
+	}
+	/* All of them arrived (they fit the ACs' first windows). */
+	deadline = rs_now() + 20;
+	do {
+		ASSERT_GT(deadline, rs_now());
+		for (a = 0, got = 0; a < 4; a++) {
+			ASSERT_EQ(0, rdmashare_ac_stats(s, sac[a], &st));
+			got += st.rx_msgs;
+		}
+	} while (got < 12 && !usleep(10000));
+	for (i = 0; i < 100 && rs_rx_held() != held + 12; i++)
+		usleep(10000);
+	ASSERT_EQ(held + 12, rs_rx_held());
+	/* Nothing came on the last AC before it: the first read files them all. */
+	ASSERT_EQ((ssize_t)sizeof(buf), rdmashare_recv(s, sac[3], buf, sizeof(buf), 20000));
+	EXPECT_EQ(30, buf[0]);
+	fd = hide_fd(s);
+	for (a = 0; a < 4; a++) {
+		for (i = a == 3; i < 3; i++) {
+			ASSERT_EQ((ssize_t)sizeof(buf),
+				  rdmashare_recv(s, sac[a], buf, sizeof(buf), 20000))
+				TH_LOG("AC %d message %d", a, i);
+			EXPECT_EQ(a * 10 + i, buf[0]);
+		}
+	}
+	restore_fd(s, fd);
+	EXPECT_EQ(-ETIME, rdmashare_recv(s, sac[0], buf, sizeof(buf), 100));
+	for (i = 0; i < 50 && rs_rx_held() != held; i++)
+		usleep(100000);
+	EXPECT_EQ(held, rs_rx_held());
+	rdmashare_close(c);
+	rdmashare_close(s);
+}
+
+/*
+ * rdmashare_accept_peer() gives the connecting peer's address (port 0), cut
+ * to the room given, with its whole length.
+ */
+TEST_F_TIMEOUT(data, accept_peer, 60)
+{
+	struct sockaddr_in sin = peer_addr(PORT + 64), got;
+	struct rdmashare *c = open_setup(), *s = open_setup();
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int l, cac, sac;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	l = rdmashare_listen(s, PORT + 64, 4);
+	ASSERT_LE(0, l);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	memset(&ss, 0xff, sizeof(ss));
+	len = sizeof(ss);
+	sac = rdmashare_accept_peer(s, l, 20000, (struct sockaddr *)&ss, &len);
+	ASSERT_LE(0, sac);
+	ASSERT_EQ(sizeof(struct sockaddr_in), len);
+	memcpy(&got, &ss, sizeof(got));
+	EXPECT_EQ(AF_INET, got.sin_family);
+	EXPECT_EQ(0, got.sin_port);
+	EXPECT_EQ(sin.sin_addr.s_addr, got.sin_addr.s_addr);
+
+	/* Cut to 4 bytes; and no address wanted. */
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	memset(&ss, 0xff, sizeof(ss));
+	len = 4;
+	sac = rdmashare_accept_peer(s, l, 20000, (struct sockaddr *)&ss, &len);
+	ASSERT_LE(0, sac);
+	EXPECT_EQ(sizeof(struct sockaddr_in), len);
+	EXPECT_EQ(AF_INET, ((struct sockaddr *)&ss)->sa_family);
+	EXPECT_EQ(0xff, ((unsigned char *)&ss)[4]);
+	cac = rdmashare_connect(c, (struct sockaddr *)&sin, 20000);
+	ASSERT_LE(0, cac);
+	EXPECT_LE(0, rdmashare_accept_peer(s, l, 20000, NULL, NULL));
+	rdmashare_close(c);
+	rdmashare_close(s);
 }
 
 TEST_HARNESS_MAIN
