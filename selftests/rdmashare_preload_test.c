@@ -22,8 +22,19 @@
  *  - v6only_listener: an IPv6 listener with IPV6_V6ONLY and an IPv4 one on
  *    the same port in one program (as Open MPI's ranks have): an IPv4
  *    client reaches the IPv4 one, over rdmashare.
+ *  - openmpi: Open MPI's mpirun, 4 ranks over its TCP BTL (rs_mpi: an
+ *    allreduce and a ping-pong up to 1 MiB, results checked), first on a
+ *    host without the module (TCP), then preloaded: the ping-pong's bytes
+ *    over rdmashare, and TCP's segments fewer by at least what it would
+ *    have needed for them.
+ *  - openmpi_mixed: ranks 0 and 1 preloaded, 2 and 3 not: right results,
+ *    the pair 0-1 over rdmashare, the ranks of either kind reach each other
+ *    over TCP.
  */
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <libgen.h>
+#include <net/if.h>
 
 #include "common.h"
 
@@ -36,7 +47,7 @@
 #define LISTENERS	"/sys/kernel/debug/rdmashare/listeners"
 #define FEED		"/tmp/rs-preload.feed"
 
-static char run[512];
+static char run[512], mpi[600];
 static const char *ip;
 
 /* Bytes every device of rdmashare's sent, all told. */
@@ -86,6 +97,7 @@ FIXTURE_SETUP(pl)
 	ASSERT_LT(0, n);
 	exe[n] = 0;
 	snprintf(run, sizeof(run), "%s/../../userlib/build/rdmashare-run", dirname(exe));
+	snprintf(mpi, sizeof(mpi), "%s/rs_mpi", exe);
 	/* An address with an RDMA device on its route (not lo's). */
 	ip = getenv("RS_IP") ?: "127.0.0.1";
 	if (access(run, X_OK) || rs_sh("command -v nc >/dev/null && command -v socat >/dev/null"))
@@ -345,6 +357,120 @@ TEST_F_TIMEOUT(pl, v6only_listener, 60)
 			   "    n += len(b)\n"
 			   "assert n == 1 << 20, n\n'", run, PORT, ip, PORT, ip, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+/* The name of the interface that has @addr (an IPv4 address); 0 or -1. */
+static int if_of(const char *addr, char *name, size_t len)
+{
+	struct ifaddrs *ifa, *i;
+	struct in_addr want;
+	int ret = -1;
+
+	if (inet_pton(AF_INET, addr, &want) != 1 || getifaddrs(&ifa))
+		return -1;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == want.s_addr) {
+			snprintf(name, len, "%s", i->ifa_name);
+			ret = 0;
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	return ret;
+}
+
+/*
+ * Run Open MPI: "@pre mpirun ... @apps" with rs_mpi's results checked;
+ * the bytes its ping-pong moved, or -1.  The TCP BTL and the out-of-band
+ * channel on RS_IP's interface (127.0.0.1 has no RDMA device), over IPv4
+ * alone (see Documentation/preload.rst).
+ */
+static long mpi_run(struct __test_metadata *_metadata, const char *pre, const char *apps)
+{
+	char ifname[IF_NAMESIZE], bytes[32];
+
+	if (if_of(ip, ifname, sizeof(ifname))) {
+		TH_LOG("no interface has %s", ip);
+		return -1;
+	}
+	if (rs_sh("timeout 150 %s mpirun --allow-run-as-root --oversubscribe --mca btl tcp,self "
+		  "--mca btl_tcp_if_include %s --mca oob_tcp_if_include %s "
+		  "--mca btl_tcp_disable_family 6 %s > " OUT " 2>&1 && "
+		  "grep -q '^allreduce ok: 65536 ints, 4 ranks$' " OUT " && "
+		  "sed -n 's/^pingpong ok: \\([0-9]*\\) bytes, 2 pairs$/\\1/p' " OUT " > " OUT ".n",
+		  pre, ifname, ifname, apps) ||
+	    rs_read_file(OUT ".n", bytes, sizeof(bytes)) || !atol(bytes)) {
+		rs_sh("cat " OUT " >&2");
+		return -1;
+	}
+	return atol(bytes);
+}
+
+/* rs_mpi, or why the test cannot run: it fails, it does not skip. */
+static const char *mpi_prog(struct __test_metadata *_metadata)
+{
+	if (access(mpi, X_OK) || rs_sh("command -v mpirun >/dev/null")) {
+		TH_LOG("no %s or no mpirun: Open MPI (openmpi-bin, libopenmpi-dev) was "
+		       "missing when the selftests were built (make deps installs it)", mpi);
+		return NULL;
+	}
+	return mpi;
+}
+
+TEST_F_TIMEOUT(pl, openmpi, 400)
+{
+	char pre[700], apps[700];
+	const char *prog = mpi_prog(_metadata);
+	long moved, rs, tcp, tcp_only;
+
+	ASSERT_NE(NULL, prog);
+	snprintf(apps, sizeof(apps), "-np 4 %s", prog);
+
+	/* Without the module (/dev/rdmashare is /dev/null): all over TCP. */
+	snprintf(pre, sizeof(pre), "unshare -m sh -c 'mount --bind /dev/null /dev/rdmashare && "
+		 "exec \"$@\"' - %s", run);
+	moved = mpi_run(_metadata, pre, apps);
+	ASSERT_LT(0, moved);
+	rs = rs_tx_bytes() - self->rs0;
+	tcp_only = tcp_out_segs() - self->tcp0;
+	TH_LOG("no module: %ld bytes moved, %ld over rdmashare, %ld TCP segments", moved, rs,
+	       tcp_only);
+	EXPECT_GT(moved / 16, rs);
+	EXPECT_LE(moved >> 16, tcp_only);
+
+	self->rs0 = rs_tx_bytes();
+	self->tcp0 = tcp_out_segs();
+	ASSERT_EQ(moved, mpi_run(_metadata, run, apps));
+	rs = rs_tx_bytes() - self->rs0;
+	tcp = tcp_out_segs() - self->tcp0;
+	TH_LOG("preloaded: %ld bytes moved, %ld over rdmashare, %ld TCP segments", moved, rs, tcp);
+	EXPECT_LE(moved, rs);
+	/*
+	 * mpirun and the ranks still talk over TCP on 127.0.0.1 (PMIx), but
+	 * the payload is not there: at least a segment of 64 KiB fewer for
+	 * each 64 KiB it moved.
+	 */
+	EXPECT_GE(tcp_only - (moved >> 16), tcp);
+}
+
+TEST_F_TIMEOUT(pl, openmpi_mixed, 300)
+{
+	const char *prog = mpi_prog(_metadata);
+	char apps[1400];
+	long moved, rs, tcp;
+
+	ASSERT_NE(NULL, prog);
+	snprintf(apps, sizeof(apps), "-np 2 %s %s : -np 2 %s", run, prog, prog);
+	moved = mpi_run(_metadata, "", apps);
+	ASSERT_LT(0, moved);
+	rs = rs_tx_bytes() - self->rs0;
+	tcp = tcp_out_segs() - self->tcp0;
+	TH_LOG("%ld bytes moved, %ld over rdmashare, %ld TCP segments", moved, rs, tcp);
+	/* Each pair moved half: 0-1 over rdmashare, 2-3 over TCP. */
+	EXPECT_LE(moved / 2, rs);
+	EXPECT_GT(moved, rs);
+	EXPECT_LE(moved >> 17, tcp);
 }
 
 TEST_HARNESS_MAIN

@@ -28,6 +28,8 @@ PKGS=(
 	# the tests start redis-server themselves (its service, where systemd
 	# runs, listens on the host alone)
 	netcat-openbsd socat iperf3 sockperf redis-server redis-tools
+	# and Open MPI: mpirun, and mpicc for the test's rs_mpi
+	openmpi-bin libopenmpi-dev
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
 	# the install stage: udev applies the installed rule in the guests
