@@ -145,7 +145,10 @@ int rs_acfile_attach(struct rs_ac *ac)
 	return 0;
 }
 
-/* Called from rs_ac_free(): nothing sends from the send buffer any more. */
+/*
+ * Called from rs_ac_free(): nothing sends from the send buffer any more,
+ * if rs_acfile_sndbuf_gone() did not give it back already.
+ */
 void rs_acfile_free(struct rs_ac *ac)
 {
 	struct rs_acfile *af = ac->af;
@@ -221,6 +224,25 @@ void rs_acfile_drain(struct rs_ac *ac)
 }
 
 /*
+ * Called with the AC file's lock held.  Once the file is released and
+ * every write it queued completed, no SEND points at the send buffer any
+ * more: it goes back to the maker's file area now, not when the AC goes
+ * (after its CLOSE and the peer's), so that the next AC file finds room.
+ * Not after a write failed: the AC ended under it, and its chunks may
+ * still be in flight until rs_acfile_free().
+ */
+static void rs_acfile_sndbuf_gone(struct rs_ac *ac)
+{
+	struct rs_acfile *af = ac->af;
+
+	lockdep_assert_held(&af->lock);
+	if (!af->released || af->tx_error || af->op_tail != af->op_head || !af->sndbuf_len)
+		return;
+	rs_acfile_free_pages(ac->rf, af->page, af->sndbuf_len >> PAGE_SHIFT);
+	af->sndbuf_len = 0;
+}
+
+/*
  * A write's SEND completed (@res its length) or failed; the send buffer is
  * free up to the oldest write that has not completed.  The CLOSE of the
  * release ends the AC in rs_ac_send_done().
@@ -251,6 +273,7 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 		af->tx_tail += af->ops[i].len;
 		af->op_tail++;
 	}
+	rs_acfile_sndbuf_gone(ac);
 	spin_unlock_irqrestore(&af->lock, flags);
 	rs_acfile_wake(ac);
 }
@@ -736,6 +759,10 @@ static int rs_acfile_release(struct inode *inode, struct file *filp)
 	mutex_lock(&ac->af->write_lock);
 	rs_acfile_push(ac);
 	mutex_unlock(&ac->af->write_lock);
+	spin_lock_irq(&ac->af->lock);
+	ac->af->released = true;
+	rs_acfile_sndbuf_gone(ac);
+	spin_unlock_irq(&ac->af->lock);
 	op->opcode = RDMASHARE_OP_CLOSE;
 	op->file = true;
 	/* Armed first: the CLOSE may complete before rs_ac_queue() returns. */

@@ -32,8 +32,8 @@ struct rdmashare_file_params;
  * @rx_cursor: bytes of @rx_head's chunk read already
  * @read_lock: one reader at a time
  * @write_lock: one writer at a time
- * @lock: protects @tx_head, @tx_tail, @op_head, @op_tail, @op_done and
- *	@tx_error
+ * @lock: protects @tx_head, @tx_tail, @op_head, @op_tail, @op_done,
+ *	@tx_error, @released, and @sndbuf_len once released
  * @tx_head: bytes written to the send buffer, ever (modulo 2^32)
  * @tx_tail: bytes of them whose SEND completed
  * @tx_at: where the next write goes in the send buffer (@write_lock)
@@ -47,7 +47,9 @@ struct rdmashare_file_params;
  *	gone out within rs_linger_ms (a reference held while pending)
  * @page: the send buffer's first page in the file area
  * @sndbuf: the send buffer's offset in the data area
- * @sndbuf_len: its length, 0 until the AC file exists
+ * @sndbuf_len: its length, 0 until the AC file exists and once the
+ *	buffer went back (rs_acfile_sndbuf_gone())
+ * @released: the AC file's last descriptor is gone
  * @close_op: the CLOSE that the AC file's release queues
  * @shut_op: the SHUTDOWN of RDMASHARE_IOC_SHUTDOWN
  * @shut: @shut_op was queued (@write_lock)
@@ -85,6 +87,7 @@ struct rs_acfile {
 	u32 op_head;
 	u32 op_tail;
 	int tx_error;
+	bool released;
 	bool bound;
 	struct delayed_work linger;
 	u32 page;
