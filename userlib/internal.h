@@ -3,8 +3,10 @@
 #ifndef LIBRDMASHARE_INTERNAL_H
 #define LIBRDMASHARE_INTERNAL_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "rdmashare.h"
 
@@ -99,5 +101,23 @@ struct rdmashare {
 int rs_ioctl(struct rdmashare *rs, unsigned long cmd, void *arg);
 void rs_rings_unmap(struct rdmashare *rs);
 int rs_kernel_takes(struct rdmashare *rs);
+
+/*
+ * RDMASHARE_IOC_SHUTDOWN's flags for shutdown(2)'s @how, or -EINVAL; the
+ * preload library's too.  SHUT_WR is 0, which a module without
+ * RDMASHARE_SHUTDOWN_RD takes as well.
+ */
+static inline int rs_shut_flags(int how)
+{
+	switch (how) {
+	case SHUT_RD:
+		return RDMASHARE_SHUTDOWN_RD;
+	case SHUT_WR:
+		return 0;
+	case SHUT_RDWR:
+		return RDMASHARE_SHUTDOWN_RD | RDMASHARE_SHUTDOWN_WR;
+	}
+	return -EINVAL;
+}
 
 #endif

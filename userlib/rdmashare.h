@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <linux/rdmashare.h>
 
 #ifdef __cplusplus
@@ -470,6 +471,74 @@ int rdmashare_accept_fd(int lfd, struct sockaddr *peer, socklen_t *peer_len,
  * Return: 0, or -EPIPE (the AC closed), -ENOTTY (not an AC file), ...
  */
 int rdmashare_shutdown_file(int fd);
+
+/*
+ * The socket calls of an AC file (RDMASHARE_FEAT_MSG), which send(2),
+ * recv(2) and shutdown(2) refuse on it (it is not a socket): the same
+ * flags, and the bytes moved or a negative errno.
+ */
+
+/**
+ * rdmashare_file_send() - send(2) on an AC file
+ * @fd: an AC file
+ * @buf: the bytes
+ * @len: how many
+ * @flags: MSG_DONTWAIT (for this call alone, even while another thread
+ *	waits on @fd), MSG_NOSIGNAL (-EPIPE without SIGPIPE), MSG_MORE (the
+ *	bytes wait for the next send's, 200 ms at most), MSG_EOR (ignored)
+ *
+ * Return: the bytes copied into the send buffer, or -EAGAIN, -EPIPE,
+ * -EOPNOTSUPP (another flag), -ENOTTY (not an AC file, or a module without
+ * RDMASHARE_FEAT_MSG), the error the AC closed with, ...
+ */
+ssize_t rdmashare_file_send(int fd, const void *buf, size_t len, int flags);
+
+/**
+ * rdmashare_file_recv() - recv(2) on an AC file
+ * @fd: an AC file
+ * @buf: where to
+ * @len: at most this many bytes
+ * @flags: MSG_DONTWAIT (for this call alone), MSG_PEEK (the bytes stay),
+ *	MSG_WAITALL (until @len came, the stream ended, an error or a
+ *	signal), MSG_CMSG_CLOEXEC (ignored)
+ *
+ * Return: the bytes read, 0 at the end of the stream, or -EAGAIN, -EINTR,
+ * -EOPNOTSUPP (another flag), -ENOTTY, the error the AC closed with, ...
+ */
+ssize_t rdmashare_file_recv(int fd, void *buf, size_t len, int flags);
+
+/**
+ * rdmashare_file_sendv() - rdmashare_file_send() from an iovec array
+ * @fd: an AC file
+ * @iov: the pieces, as writev(2)'s
+ * @iovcnt: their number, at most IOV_MAX
+ * @flags: as rdmashare_file_send()'s
+ *
+ * Return: as rdmashare_file_send(), or -EINVAL (@iovcnt).
+ */
+ssize_t rdmashare_file_sendv(int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/**
+ * rdmashare_file_recvv() - rdmashare_file_recv() into an iovec array
+ * @fd: an AC file
+ * @iov: the pieces, as readv(2)'s
+ * @iovcnt: their number, at most IOV_MAX
+ * @flags: as rdmashare_file_recv()'s
+ *
+ * Return: as rdmashare_file_recv(), or -EINVAL (@iovcnt).
+ */
+ssize_t rdmashare_file_recvv(int fd, const struct iovec *iov, int iovcnt, int flags);
+
+/**
+ * rdmashare_file_shutdown() - shutdown(2) on an AC file
+ * @fd: an AC file
+ * @how: SHUT_WR (as rdmashare_shutdown_file()), SHUT_RD (reads return 0
+ *	from now on, what came and comes is dropped) or SHUT_RDWR
+ *
+ * Return: 0, or -EINVAL (@how, or SHUT_RD on a module without
+ * RDMASHARE_FEAT_MSG), -EPIPE (the AC closed), -ENOTTY, ...
+ */
+int rdmashare_file_shutdown(int fd, int how);
 
 #ifdef __cplusplus
 }
