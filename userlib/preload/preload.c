@@ -25,8 +25,9 @@
  *   first every other time.  So a plain TCP client reaches a preloaded
  *   server, and a preloaded client a plain TCP server.
  * - On an AC file, the socket calls the kernel refuses on a non-socket are
- *   answered here: send, recv and their kin as write and read (MSG_PEEK
- *   is refused), getsockopt (SO_ERROR from RDMASHARE_IOC_FILE_INFO,
+ *   answered here: send, recv and their kin as RDMASHARE_IOC_SENDMSG and
+ *   RECVMSG, which take their flags (write and read on an older module,
+ *   which cannot peek), getsockopt (SO_ERROR from RDMASHARE_IOC_FILE_INFO,
  *   TCP_NODELAY and the like as TCP would answer), setsockopt (accepted
  *   where harmless, ENOPROTOOPT otherwise), getsockname, getpeername and
  *   shutdown.
@@ -47,6 +48,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -65,6 +67,8 @@
 #include <unistd.h>
 
 #include <linux/rdmashare.h>
+
+#include "internal.h"
 
 #define RSP_EXPORT __attribute__((visibility("default")))
 
@@ -704,12 +708,17 @@ static bool is_acfile(int fd, int err)
 
 /* ---- data ---- */
 
+/* Set once an AC file took FILE_INFO and refused SENDMSG: an older module. */
+static bool msg_old;
+
 /*
- * @fn (a read or a write of @iov) on the AC file @fd with a socket call's
- * @flags: MSG_DONTWAIT for this call alone, MSG_NOSIGNAL without SIGPIPE,
- * MSG_WAITALL until all came or the stream ended.
+ * An older module's acfile_io(): readv() and writev(), with the flags
+ * faked around them.  MSG_DONTWAIT is the file's O_NONBLOCK for the call
+ * (seen by other threads meanwhile), MSG_NOSIGNAL a SIGPIPE blocked in
+ * this thread (taken if the call raised it), MSG_WAITALL a loop, and
+ * MSG_PEEK cannot be done.
  */
-static ssize_t acfile_io(int fd, const struct iovec *iov, int iovcnt, int flags, bool out)
+static ssize_t acfile_io_old(int fd, const struct iovec *iov, int iovcnt, int flags, bool out)
 {
 	sigset_t pipe_set, old_set, pending;
 	bool nonblock = false, sigpipe_pending = false, masked = false;
@@ -772,6 +781,46 @@ static ssize_t acfile_io(int fd, const struct iovec *iov, int iovcnt, int flags,
 		return done;
 	errno = err;
 	return n;
+}
+
+/*
+ * A read or a write of @iov on the AC file @fd with a socket call's @flags:
+ * RDMASHARE_IOC_RECVMSG or SENDMSG, which take them as a socket does
+ * (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT for this call alone, MSG_NOSIGNAL,
+ * MSG_MORE; EOPNOTSUPP for the others).  A module without them (ENOTTY on
+ * an AC file) gets acfile_io_old().
+ */
+static ssize_t acfile_io(int fd, const struct iovec *iov, size_t iovcnt, int flags, bool out)
+{
+	struct rdmashare_msg m = {
+		.size = sizeof(m), .iov = (uintptr_t)iov, .iovcnt = iovcnt, .msg_flags = flags,
+	};
+	struct rdmashare_file_info fi = { .size = sizeof(fi) };
+	int n;
+
+	/* As sendmsg(2) and recvmsg(2) say it. */
+	if (iovcnt > IOV_MAX) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	if (!__atomic_load_n(&msg_old, __ATOMIC_RELAXED)) {
+		n = ioctl(fd, out ? RDMASHARE_IOC_SENDMSG : RDMASHARE_IOC_RECVMSG, &m);
+		if (n >= 0 || errno != ENOTTY)
+			return n;
+		/*
+		 * Not an AC file after all (its number closed behind the
+		 * table's back, by fclose() say, and taken again): the
+		 * socket's own call.
+		 */
+		if (ioctl(fd, RDMASHARE_IOC_FILE_INFO, &fi)) {
+			struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = iovcnt };
+
+			set_kind(fd, RSP_NONE);
+			return out ? real.sendmsg(fd, &mh, flags) : real.recvmsg(fd, &mh, flags);
+		}
+		__atomic_store_n(&msg_old, true, __ATOMIC_RELAXED);
+	}
+	return acfile_io_old(fd, iov, iovcnt, flags, out);
 }
 
 static ssize_t acfile_one(int fd, void *buf, size_t len, int flags, bool out)
@@ -1056,17 +1105,28 @@ RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 	return ret;
 }
 
+/*
+ * SHUT_RD and SHUT_RDWR shut reading too (RDMASHARE_SHUTDOWN_RD): what came
+ * and comes is dropped, reads return 0.  An older module takes SHUT_WR
+ * alone (EINVAL for the flags): reading is then not shut, and what comes
+ * is read or dropped at close.
+ */
 static int acfile_shutdown(int fd, int how)
 {
 	struct rdmashare_shutdown sh = { .size = sizeof(sh) };
+	int flags = rs_shut_flags(how), ret;
 
-	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR) {
-		errno = EINVAL;
+	if (flags < 0) {
+		errno = -flags;
 		return -1;
 	}
-	/* Reading is not shut here: what comes is read or dropped at close. */
+	sh.flags = flags;
+	ret = ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &sh);
+	if (!ret || !sh.flags || errno != EINVAL)
+		return ret;
 	if (how == SHUT_RD)
 		return 0;
+	sh.flags = 0;
 	return ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &sh);
 }
 
