@@ -12,11 +12,31 @@
  *    reach the peer.
  *  - select_readiness: select(2) reports it writable, and readable only
  *    once something came.
+ *  - lib_peek_waitall, lib_dontwait_beside_reader, lib_nosignal_sendv_more,
+ *    lib_shutdown_how, lib_bad_arguments: librdmashare's socket calls of AC
+ *    files (rdmashare_file_send(3)): a peek across two writes then a read
+ *    that waits for all of it into two pieces; MSG_DONTWAIT at once while
+ *    another thread waits in read(2), which then gets its byte, and the
+ *    file still blocking; MSG_MORE, and EPIPE without SIGPIPE once the
+ *    peer closed; SHUT_RD ending a waiting read, dropping what comes while
+ *    writes go on, SHUT_RDWR; the errnos of bad flags, buffers, counts and
+ *    descriptors.
  *  - stream_1gib: 1 GiB through a pair of AC files, every byte checked
  *    against the pattern at its offset (64 MiB on a kernel with kmemleak,
  *    the debug kernel, where 1 GiB would take minutes).
+ *  - preloaded_*: this program run again under librdmashare-preload.so, as
+ *    an unmodified program: its socket(), listen(), connect() and accept()
+ *    give AC files, on which recv(MSG_PEEK) and recv(MSG_WAITALL) across two
+ *    sends and recvmsg() into two pieces; recv(MSG_DONTWAIT) on a blocking
+ *    socket while another thread waits in recv() (at once, the socket
+ *    still blocking, the other thread still waiting); send(MSG_NOSIGNAL)
+ *    after the peer closed (EPIPE, no SIGPIPE in a process with another
+ *    thread); shutdown(SHUT_RD) ending a waiting recv() and later ones,
+ *    then SHUT_RDWR; MSG_OOB refused with EOPNOTSUPP.
  */
 #include <arpa/inet.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -213,6 +233,165 @@ TEST_F_TIMEOUT(sk, select_readiness, 60)
 	EXPECT_EQ('s', b);
 }
 
+/* Writes @a, then @b after 100 ms, to @fd: a message that comes in two. */
+struct two_writes {
+	int fd;
+	const char *a, *b;
+};
+
+static void *write_two(void *arg)
+{
+	struct two_writes *w = arg;
+
+	usleep(100000);
+	if (write(w->fd, w->a, strlen(w->a)) < 0)
+		return NULL;
+	usleep(100000);
+	if (write(w->fd, w->b, strlen(w->b)) < 0)
+		return NULL;
+	return NULL;
+}
+
+TEST_F_TIMEOUT(sk, lib_peek_waitall, 60)
+{
+	struct two_writes w = { .fd = self->cfd, .a = "abcd", .b = "efgh" };
+	char x[3], y[5], b[8];
+	struct iovec iov[2] = { { x, sizeof(x) }, { y, sizeof(y) } };
+	pthread_t th;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, write_two, &w));
+	/* Peeked across the two writes, and left there. */
+	EXPECT_EQ(8, rdmashare_file_recv(self->sfd, b, 8, MSG_PEEK | MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "abcdefgh", 8));
+	EXPECT_EQ(3, rdmashare_file_recv(self->sfd, b, 3, MSG_PEEK));
+	EXPECT_EQ(8, rdmashare_file_recvv(self->sfd, iov, 2, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(x, "abc", 3));
+	EXPECT_EQ(0, memcmp(y, "defgh", 5));
+	pthread_join(th, NULL);
+	EXPECT_EQ(-EAGAIN, rdmashare_file_recv(self->sfd, b, 1, MSG_DONTWAIT));
+}
+
+/* Reads one byte from a blocking AC file: what it got, or -errno. */
+struct reader {
+	int fd;
+	int got;
+	char c;
+};
+
+static void *read_one(void *arg)
+{
+	struct reader *r = arg;
+	ssize_t n = read(r->fd, &r->c, 1);
+
+	__atomic_store_n(&r->got, n < 0 ? -errno : (int)n, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(sk, lib_dontwait_beside_reader, 60)
+{
+	struct reader r = { .fd = self->sfd, .got = -1000 };
+	pthread_t th;
+	double t;
+	char b;
+
+	ASSERT_EQ(0, pthread_create(&th, NULL, read_one, &r));
+	usleep(200000);
+	t = rs_now();
+	EXPECT_EQ(-EAGAIN, rdmashare_file_recv(self->sfd, &b, 1, MSG_DONTWAIT));
+	EXPECT_GT(1.0, rs_now() - t);
+	EXPECT_FALSE(fcntl(self->sfd, F_GETFL) & O_NONBLOCK);
+	/* The waiting reader waits on, and gets the byte. */
+	EXPECT_EQ(-1000, __atomic_load_n(&r.got, __ATOMIC_ACQUIRE));
+	ASSERT_EQ(1, rdmashare_file_send(self->cfd, "r", 1, MSG_DONTWAIT));
+	pthread_join(th, NULL);
+	EXPECT_EQ(1, r.got);
+	EXPECT_EQ('r', r.c);
+}
+
+/* Sends bytes with @flags until the send fails: its error, 0 if none in 5 s. */
+static int send_until_error(int fd, int flags)
+{
+	int i;
+	ssize_t n;
+
+	for (i = 0; i < 500; i++) {
+		n = rdmashare_file_send(fd, "x", 1, flags);
+		if (n < 0)
+			return n;
+		usleep(10000);
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(sk, lib_nosignal_sendv_more, 60)
+{
+	struct iovec iov[2] = { { "mo", 2 }, { "re", 2 } };
+	char b[8];
+
+	/* MSG_MORE holds the pieces back for the next send's bytes. */
+	EXPECT_EQ(4, rdmashare_file_sendv(self->cfd, iov, 2, MSG_MORE));
+	EXPECT_EQ(1, rdmashare_file_send(self->cfd, "!", 1, MSG_EOR));
+	ASSERT_EQ(5, rdmashare_file_recv(self->sfd, b, 5, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "more!", 5));
+	/* SIGPIPE's default would end this process. */
+	close(self->sfd);
+	self->sfd = -1;
+	EXPECT_EQ(-EPIPE, send_until_error(self->cfd, MSG_NOSIGNAL));
+}
+
+TEST_F_TIMEOUT(sk, lib_shutdown_how, 60)
+{
+	struct reader r = { .fd = self->sfd, .got = -1000 };
+	pthread_t th;
+	char b[4];
+
+	EXPECT_EQ(-EINVAL, rdmashare_file_shutdown(self->sfd, 3));
+	/* SHUT_RD ends the read that waits, and every later one. */
+	ASSERT_EQ(0, pthread_create(&th, NULL, read_one, &r));
+	usleep(200000);
+	ASSERT_EQ(0, rdmashare_file_shutdown(self->sfd, SHUT_RD));
+	pthread_join(th, NULL);
+	EXPECT_EQ(0, r.got);
+	ASSERT_EQ(2, rdmashare_file_send(self->cfd, "ab", 2, 0));
+	EXPECT_EQ(0, rdmashare_file_recv(self->sfd, b, 2, 0));
+	EXPECT_EQ(0, rdmashare_file_shutdown(self->sfd, SHUT_RD));
+	/* Writing goes on: the client reads it. */
+	ASSERT_EQ(2, rdmashare_file_send(self->sfd, "cd", 2, 0));
+	ASSERT_EQ(2, rdmashare_file_recv(self->cfd, b, 2, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "cd", 2));
+	/* SHUT_RDWR: the server reads the end, the client neither reads nor sends. */
+	ASSERT_EQ(0, rdmashare_file_shutdown(self->cfd, SHUT_RDWR));
+	EXPECT_EQ(0, rdmashare_file_recv(self->cfd, b, 1, 0));
+	EXPECT_EQ(-EPIPE, rdmashare_file_send(self->cfd, "e", 1, MSG_NOSIGNAL));
+	EXPECT_EQ(0, rdmashare_file_recv(self->sfd, b, 1, 0));
+}
+
+TEST_F_TIMEOUT(sk, lib_bad_arguments, 60)
+{
+	struct iovec iov = { "x", 1 };
+	int p[2];
+	char b;
+
+	EXPECT_EQ(-EOPNOTSUPP, rdmashare_file_recv(self->sfd, &b, 1, MSG_OOB));
+	EXPECT_EQ(-EOPNOTSUPP, rdmashare_file_recv(self->sfd, &b, 1, MSG_TRUNC));
+	EXPECT_EQ(-EOPNOTSUPP, rdmashare_file_send(self->cfd, "x", 1, MSG_OOB));
+	EXPECT_EQ(-EOPNOTSUPP, rdmashare_file_send(self->cfd, "x", 1, MSG_PEEK));
+	EXPECT_EQ(-EINVAL, rdmashare_file_sendv(self->cfd, &iov, -1, 0));
+	EXPECT_EQ(-EINVAL, rdmashare_file_recvv(self->sfd, &iov, IOV_MAX + 1, 0));
+	EXPECT_EQ(-EFAULT, rdmashare_file_send(self->cfd, (void *)8, 1, 0));
+	EXPECT_EQ(-EFAULT, rdmashare_file_recvv(self->sfd, (void *)8, 1, 0));
+	/* Not AC files: a listening file, a pipe. */
+	EXPECT_EQ(-ENOTTY, rdmashare_file_recv(self->lfd, &b, 1, 0));
+	EXPECT_EQ(-ENOTTY, rdmashare_file_shutdown(self->lfd, SHUT_RD));
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ(-ENOTTY, rdmashare_file_send(p[1], "x", 1, 0));
+	close(p[0]);
+	close(p[1]);
+	/* Nothing of it reached the stream. */
+	ASSERT_EQ(1, rdmashare_file_send(self->cfd, "y", 1, 0));
+	ASSERT_EQ(1, rdmashare_file_recv(self->sfd, &b, 1, 0));
+	EXPECT_EQ('y', b);
+}
 
 /* The byte at stream offset @i: a position-dependent pattern. */
 static unsigned char pat(unsigned long long i)
@@ -276,6 +455,249 @@ TEST_F_TIMEOUT(sk, stream_1gib, 600)
 	EXPECT_EQ(0, w.err);
 	EXPECT_EQ(w.total, off);
 	EXPECT_EQ(0, bad);
+}
+
+/*
+ * Preloaded: this program again, with librdmashare-preload.so and
+ * RS_PRELOADED naming a case, which the constructor below runs in place of
+ * the tests: a socket() that listens, one that connects to it and the
+ * accepted one, as a program would have them, checked to be AC files
+ * (over rdmashare); then the case's socket calls on them.  The exit
+ * status is 0, or the line that failed.
+ */
+#define PRE_PORT	8450
+
+#define PRE_CHECK(cond) do {						\
+	if (!(cond)) {							\
+		fprintf(stderr, "preloaded: line %d: %s (errno %d)\n",	\
+			__LINE__, #cond, errno);			\
+		return __LINE__ & 0xff ?: 1;				\
+	}								\
+} while (0)
+
+static bool is_ac_file(int fd)
+{
+	struct rdmashare_file_info fi;
+
+	return !rdmashare_file_info(fd, &fi, 0);
+}
+
+/* What a preloaded program makes of a listen, a connect and an accept. */
+static int pre_pair(unsigned int port, int *c, int *s)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int l, on = 1;
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	PRE_CHECK(l >= 0);
+	PRE_CHECK(!setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)));
+	PRE_CHECK(!bind(l, (struct sockaddr *)&sin, sizeof(sin)));
+	PRE_CHECK(!listen(l, 4));
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	PRE_CHECK(*c >= 0);
+	PRE_CHECK(!connect(*c, (struct sockaddr *)&sin, sizeof(sin)));
+	*s = accept(l, NULL, NULL);
+	PRE_CHECK(*s >= 0);
+	close(l);
+	PRE_CHECK(is_ac_file(*c));
+	PRE_CHECK(is_ac_file(*s));
+	return 0;
+}
+
+/* recv(MSG_PEEK) across two sends, then recv(MSG_WAITALL) of both. */
+static int pre_peek_waitall(int c, int s)
+{
+	struct two_writes w = { .fd = c, .a = "hello ", .b = "world" };
+	struct iovec iov[2];
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	char b[16], d[16];
+	pthread_t th;
+
+	PRE_CHECK(!pthread_create(&th, NULL, write_two, &w));
+	PRE_CHECK(recv(s, b, 11, MSG_PEEK | MSG_WAITALL) == 11);
+	PRE_CHECK(!memcmp(b, "hello world", 11));
+	PRE_CHECK(recv(s, b, 5, MSG_PEEK) == 5);
+	PRE_CHECK(!memcmp(b, "hello", 5));
+	iov[0] = (struct iovec){ b, 4 };
+	iov[1] = (struct iovec){ d, 7 };
+	PRE_CHECK(recvmsg(s, &m, MSG_WAITALL) == 11);
+	PRE_CHECK(!memcmp(b, "hell", 4) && !memcmp(d, "o world", 7));
+	pthread_join(th, NULL);
+	PRE_CHECK(recv(s, b, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
+	return 0;
+}
+
+/*
+ * recv(MSG_DONTWAIT) on a blocking socket while another thread waits in
+ * recv(): EAGAIN at once, the socket still blocking, the other thread
+ * still waiting.
+ */
+static int pre_dontwait(int c, int s)
+{
+	struct reader r = { .fd = s, .got = -1000 };
+	pthread_t th;
+	double t;
+	char b;
+
+	PRE_CHECK(!pthread_create(&th, NULL, read_one, &r));
+	usleep(200000);
+	t = rs_now();
+	PRE_CHECK(recv(s, &b, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
+	PRE_CHECK(rs_now() - t < 1.0);
+	PRE_CHECK(!(fcntl(s, F_GETFL) & O_NONBLOCK));
+	PRE_CHECK(__atomic_load_n(&r.got, __ATOMIC_ACQUIRE) == -1000);
+	PRE_CHECK(send(c, "d", 1, MSG_DONTWAIT) == 1);
+	pthread_join(th, NULL);
+	PRE_CHECK(r.got == 1 && r.c == 'd');
+	PRE_CHECK(!(fcntl(s, F_GETFL) & O_NONBLOCK));
+	return 0;
+}
+
+/*
+ * send(MSG_NOSIGNAL) once the peer closed: EPIPE, and no SIGPIPE, whose
+ * default would end the process, also from a second thread that does not
+ * block it.
+ */
+static void *pause_thread(void *arg)
+{
+	pause();
+	return NULL;
+}
+
+static int pre_nosignal(int c, int s)
+{
+	pthread_t th;
+	ssize_t n = 0;
+	int i;
+
+	signal(SIGPIPE, SIG_DFL);
+	PRE_CHECK(!pthread_create(&th, NULL, pause_thread, NULL));
+	close(s);
+	for (i = 0; i < 500 && n >= 0; i++) {
+		n = send(c, "x", 1, MSG_NOSIGNAL);
+		usleep(10000);
+	}
+	PRE_CHECK(n == -1 && errno == EPIPE);
+	return 0;
+}
+
+/*
+ * shutdown(SHUT_RD) ends a recv() that waits and every later one, while
+ * sending goes on; SHUT_RDWR the peer's reads too.
+ */
+static int pre_shut_rd(int c, int s)
+{
+	struct reader r = { .fd = s, .got = -1000 };
+	pthread_t th;
+	char b[4];
+
+	PRE_CHECK(!pthread_create(&th, NULL, read_one, &r));
+	usleep(200000);
+	PRE_CHECK(!shutdown(s, SHUT_RD));
+	pthread_join(th, NULL);
+	PRE_CHECK(r.got == 0);
+	PRE_CHECK(send(c, "ab", 2, 0) == 2);
+	PRE_CHECK(recv(s, b, 2, 0) == 0);
+	PRE_CHECK(send(s, "cd", 2, 0) == 2);
+	PRE_CHECK(recv(c, b, 2, MSG_WAITALL) == 2 && !memcmp(b, "cd", 2));
+	PRE_CHECK(!shutdown(s, SHUT_RDWR));
+	PRE_CHECK(recv(c, b, 1, 0) == 0);
+	PRE_CHECK(send(s, "e", 1, MSG_NOSIGNAL) == -1 && errno == EPIPE);
+	return 0;
+}
+
+/* Flags an AC file does not take: a clean error, the stream untouched. */
+static int pre_bad_flags(int c, int s)
+{
+	char b;
+
+	PRE_CHECK(recv(s, &b, 1, MSG_OOB) == -1 && errno == EOPNOTSUPP);
+	PRE_CHECK(send(c, "x", 1, MSG_OOB) == -1 && errno == EOPNOTSUPP);
+	PRE_CHECK(shutdown(s, 7) == -1 && errno == EINVAL);
+	PRE_CHECK(send(c, "y", 1, 0) == 1);
+	PRE_CHECK(recv(s, &b, 1, 0) == 1 && b == 'y');
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int c, int s);
+} pre_cases[] = {
+	{ "peek_waitall", pre_peek_waitall },
+	{ "dontwait", pre_dontwait },
+	{ "nosignal", pre_nosignal },
+	{ "shut_rd", pre_shut_rd },
+	{ "bad_flags", pre_bad_flags },
+};
+
+__attribute__((constructor)) static void pre_main(void)
+{
+	const char *name = getenv("RS_PRELOADED");
+	unsigned int i;
+	int c, s, ret;
+
+	if (!name)
+		return;
+	/* A call that waits for good fails the case. */
+	alarm(20);
+	for (i = 0; i < ARRAY_SIZE(pre_cases); i++) {
+		if (strcmp(name, pre_cases[i].name))
+			continue;
+		ret = pre_pair(PRE_PORT + i, &c, &s);
+		_exit(ret ? ret : pre_cases[i].fn(c, s));
+	}
+	_exit(2);
+}
+
+/* Run case @name preloaded: its exit status, 100 + a signal that ended it. */
+static int run_preloaded(const char *name)
+{
+	char exe[512], lib[600];
+	ssize_t n;
+	pid_t pid;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return -1;
+	exe[n] = 0;
+	snprintf(lib, sizeof(lib), "%s/../../userlib/build/librdmashare-preload.so",
+		 dirname(strdupa(exe)));
+	if (access(lib, R_OK))
+		return -2;
+	pid = fork();
+	if (!pid) {
+		setenv("LD_PRELOAD", lib, 1);
+		setenv("RS_PRELOADED", name, 1);
+		execl(exe, exe, (char *)NULL);
+		_exit(127);
+	}
+	return pid < 0 ? -1 : rs_wait_child(pid);
+}
+
+TEST(preloaded_peek_waitall)
+{
+	EXPECT_EQ(0, run_preloaded("peek_waitall"));
+}
+
+TEST(preloaded_dontwait)
+{
+	EXPECT_EQ(0, run_preloaded("dontwait"));
+}
+
+TEST(preloaded_nosignal)
+{
+	EXPECT_EQ(0, run_preloaded("nosignal"));
+}
+
+TEST(preloaded_shut_rd)
+{
+	EXPECT_EQ(0, run_preloaded("shut_rd"));
+}
+
+TEST(preloaded_bad_flags)
+{
+	EXPECT_EQ(0, run_preloaded("bad_flags"));
 }
 
 TEST_HARNESS_MAIN
