@@ -155,6 +155,8 @@ void rs_acfile_free(struct rs_ac *ac)
 
 	if (af->sndbuf_len)
 		rs_acfile_free_pages(ac->rf, af->page, af->sndbuf_len >> PAGE_SHIFT);
+	if (af->old_pages)
+		rs_acfile_free_pages(ac->rf, af->old_page, af->old_pages);
 	mutex_destroy(&af->read_lock);
 	mutex_destroy(&af->write_lock);
 	mutex_destroy(&af->conn_lock);
@@ -273,6 +275,11 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 		af->tx_tail += af->ops[i].len;
 		af->op_tail++;
 	}
+	/* The old buffer's writes are done: none still sends from it. */
+	if (af->old_pages && !af->tx_error && (s32)(af->op_tail - af->old_until) >= 0) {
+		rs_acfile_free_pages(ac->rf, af->old_page, af->old_pages);
+		af->old_pages = 0;
+	}
 	rs_acfile_sndbuf_gone(ac);
 	spin_unlock_irqrestore(&af->lock, flags);
 	rs_acfile_wake(ac);
@@ -327,7 +334,7 @@ static bool rs_acfile_room(struct rs_ac *ac)
 	struct rs_acfile *af = ac->af;
 
 	return READ_ONCE(ac->state) != RS_AC_CONNECTING &&
-	       READ_ONCE(af->tx_head) - READ_ONCE(af->tx_tail) < af->sndbuf_len &&
+	       READ_ONCE(af->tx_head) - READ_ONCE(af->tx_tail) < READ_ONCE(af->sndbuf_len) &&
 	       READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) < RS_ACFILE_OPS;
 }
 
@@ -622,6 +629,90 @@ static bool rs_acfile_joins(struct rs_acfile *af, u32 len)
 }
 
 /*
+ * Called with the write lock held: the send buffer becomes @len bytes
+ * (whole pages) of the maker's file area.  New writes go to the new
+ * buffer; those queued finish in the old one, which goes back once the
+ * last of them completed (rs_acfile_op_done()).  A smaller one with
+ * nothing in flight shrinks in place.  -ENOSPC if the area has no room,
+ * -EBUSY while an older buffer still waits to go back.
+ */
+static int rs_acfile_resize(struct rs_ac *ac, u32 len)
+{
+	struct rs_acfile *af = ac->af;
+	struct rs_file *rf = ac->rf;
+	u32 pages = len >> PAGE_SHIFT, old_page, old_pages = 0;
+	unsigned long flags, start;
+	int ret;
+
+	if (len == af->sndbuf_len)
+		return 0;
+	/* A write held back must not run on into the new buffer. */
+	ret = rs_acfile_push(ac);
+	if (ret)
+		return ret;
+	if (READ_ONCE(af->old_pages))
+		return -EBUSY;
+	/* Smaller, with nothing in flight: its tail goes back, in place. */
+	spin_lock_irq(&af->lock);
+	if (len < af->sndbuf_len && af->op_tail == af->op_head) {
+		old_page = af->page + pages;
+		old_pages = (af->sndbuf_len >> PAGE_SHIFT) - pages;
+		WRITE_ONCE(af->sndbuf_len, len);
+		af->tx_at = 0;
+	}
+	spin_unlock_irq(&af->lock);
+	if (old_pages) {
+		rs_acfile_free_pages(rf, old_page, old_pages);
+		return 0;
+	}
+	spin_lock_irqsave(&rf->files_lock, flags);
+	start = bitmap_find_next_zero_area(rf->files_map, rf->files_pages, 0, pages, 0);
+	if (start < rf->files_pages)
+		bitmap_set(rf->files_map, start, pages);
+	spin_unlock_irqrestore(&rf->files_lock, flags);
+	if (start >= rf->files_pages)
+		return -ENOSPC;
+
+	spin_lock_irq(&af->lock);
+	old_page = af->page;
+	if (af->op_tail == af->op_head) {
+		old_pages = af->sndbuf_len >> PAGE_SHIFT;
+	} else {
+		af->old_page = af->page;
+		af->old_pages = af->sndbuf_len >> PAGE_SHIFT;
+		af->old_until = af->op_head;
+	}
+	af->page = start;
+	af->sndbuf = rf->files_offset + ((u64)start << PAGE_SHIFT);
+	WRITE_ONCE(af->sndbuf_len, len);
+	af->tx_at = 0;
+	spin_unlock_irq(&af->lock);
+	/* Nothing was in flight: the old buffer goes back now. */
+	if (old_pages)
+		rs_acfile_free_pages(rf, old_page, old_pages);
+	return 0;
+}
+
+/*
+ * Called with the write lock held by a writer that found the send buffer
+ * full: if the AC could send (it has the peer's credits: the bytes wait
+ * for acknowledgements, not for a reader) and nobody named the size, the
+ * buffer doubles, up to sndbuf_max and the room in the file area, as
+ * TCP's grows with its window.  True if it grew.
+ */
+static bool rs_acfile_grow(struct rs_ac *ac)
+{
+	struct rs_acfile *af = ac->af;
+	u32 max = READ_ONCE(rs_sndbuf_max) & PAGE_MASK;
+
+	if (af->sndbuf_set || af->sndbuf_len >= max || !READ_ONCE(ac->send_credits) ||
+	    READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) >= RS_ACFILE_OPS ||
+	    READ_ONCE(ac->state) != RS_AC_OPEN)
+		return false;
+	return !rs_acfile_resize(ac, min(af->sndbuf_len * 2, max));
+}
+
+/*
  * Writes: write(2), writev(2), splice(2) and sendfile(2) into the AC file
  * (iter_file_splice_write()), and RDMASHARE_IOC_SENDMSG.  A fault sends
  * what was copied before it: the write returns those bytes, or EFAULT if
@@ -641,6 +732,8 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 	ret = rs_acfile_lock(&af->write_lock, how);
 	if (ret)
 		return ret;
+	if (af->cork_on)
+		how |= RS_IO_MORE;
 	while (iov_iter_count(from)) {
 		ret = rs_acfile_tx_err(ac);
 		if (ret)
@@ -650,6 +743,9 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 			ret = rs_acfile_push(ac);
 			if (ret)
 				break;
+			/* Full while the peer has room: the stream wants more. */
+			if (rs_acfile_grow(ac))
+				continue;
 			if (how & RS_IO_NOWAIT) {
 				ret = -EAGAIN;
 				break;
@@ -940,7 +1036,7 @@ static int rs_acfile_info(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 	struct rs_ac *ac = filp->private_data;
 	struct rs_acfile *af = ac->af;
 
-	if ((fi->flags & ~RDMASHARE_INFO_TAKE_ERROR) || memchr_inv(fi->resv, 0, sizeof(fi->resv)))
+	if ((fi->flags & ~RDMASHARE_INFO_TAKE_ERROR) || fi->resv)
 		return -EINVAL;
 	if (fi->flags & RDMASHARE_INFO_TAKE_ERROR)
 		fi->error = xchg(&af->so_error, 0);
@@ -960,7 +1056,51 @@ static int rs_acfile_info(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 	rs_ac_addrs(ac, &fi->local, &fi->peer);
 	fi->rx_bytes = rs_acfile_rx_bytes(ac);
 	fi->tx_bytes = rs_acfile_tx_bytes(ac);
+	fi->sndbuf = READ_ONCE(af->sndbuf_len);
+	fi->cork = READ_ONCE(af->cork_on);
 	return 0;
+}
+
+/*
+ * RDMASHARE_IOC_FILE_SET: SO_SNDBUF (a buffer of that size, which stays;
+ * the old size if the file area has no room) and TCP_CORK.
+ */
+static int rs_acfile_file_set(struct file *filp, union rs_ioctl_buf *buf,
+			      struct rs_new_file *nf)
+{
+	struct rdmashare_file_set *fs = &buf->file_set;
+	struct rs_ac *ac = filp->private_data;
+	struct rs_acfile *af = ac->af;
+	u64 len;
+	int ret = 0;
+
+	if (!fs->flags || (fs->flags & ~(RDMASHARE_FILE_SET_SNDBUF | RDMASHARE_FILE_SET_CORK)) ||
+	    fs->resv)
+		return -EINVAL;
+	if ((fs->flags & RDMASHARE_FILE_SET_CORK) && fs->cork > 1)
+		return -EINVAL;
+	if ((fs->flags & RDMASHARE_FILE_SET_SNDBUF) && !fs->sndbuf)
+		return -EINVAL;
+	if (mutex_lock_interruptible(&af->write_lock))
+		return -ERESTARTSYS;
+	if (fs->flags & RDMASHARE_FILE_SET_SNDBUF) {
+		len = clamp_t(u64, PAGE_ALIGN((u64)fs->sndbuf), PAGE_SIZE,
+			      max_t(u32, READ_ONCE(rs_sndbuf_max) & PAGE_MASK, PAGE_SIZE));
+		ret = rs_acfile_resize(ac, len);
+		/* As setsockopt(2): the size it could have, no error. */
+		if (ret == -ENOSPC)
+			ret = 0;
+		if (!ret)
+			af->sndbuf_set = true;
+		fs->sndbuf = af->sndbuf_len;
+	}
+	if (!ret && (fs->flags & RDMASHARE_FILE_SET_CORK)) {
+		WRITE_ONCE(af->cork_on, fs->cork);
+		if (!fs->cork)
+			ret = rs_acfile_push(ac);
+	}
+	mutex_unlock(&af->write_lock);
+	return ret;
 }
 
 static const struct rs_ioctl_op rs_acfile_ioctl_ops[] = {
@@ -970,6 +1110,7 @@ static const struct rs_ioctl_op rs_acfile_ioctl_ops[] = {
 	RS_IOCTL_OP(RDMASHARE_CMD_FILE_INFO, rs_acfile_info, struct rdmashare_file_info, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_SENDMSG, rs_acfile_sendmsg, struct rdmashare_msg, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_RECVMSG, rs_acfile_recvmsg, struct rdmashare_msg, resv),
+	RS_IOCTL_OP(RDMASHARE_CMD_FILE_SET, rs_acfile_file_set, struct rdmashare_file_set, resv),
 };
 
 /*

@@ -33,7 +33,9 @@ struct rdmashare_file_params;
  * @read_lock: one reader at a time
  * @write_lock: one writer at a time
  * @lock: protects @tx_head, @tx_tail, @op_head, @op_tail, @op_done,
- *	@tx_error, @released, and @sndbuf_len once released
+ *	@tx_error, @released, @old_page, @old_pages and @old_until, and
+ *	@page, @sndbuf and @sndbuf_len against rs_acfile_sndbuf_gone() (the
+ *	write lock too, for a change)
  * @tx_head: bytes written to the send buffer, ever (modulo 2^32)
  * @tx_tail: bytes of them whose SEND completed
  * @tx_at: where the next write goes in the send buffer (@write_lock)
@@ -50,6 +52,13 @@ struct rdmashare_file_params;
  * @sndbuf_len: its length, 0 until the AC file exists and once the
  *	buffer went back (rs_acfile_sndbuf_gone())
  * @released: the AC file's last descriptor is gone
+ * @sndbuf_set: SO_SNDBUF named its size: it no longer grows (@write_lock)
+ * @cork_on: TCP_CORK: every write is held back as with MSG_MORE
+ * @old_page: the send buffer before the last change of size, while
+ *	writes queued before it may still send from it
+ * @old_pages: its pages, 0 once it went back
+ * @old_until: @op_head at the change: it goes back when @op_tail gets
+ *	there
  * @close_op: the CLOSE that the AC file's release queues
  * @shut_op: the SHUTDOWN of RDMASHARE_IOC_SHUTDOWN
  * @shut: @shut_op was queued (@write_lock)
@@ -88,6 +97,11 @@ struct rs_acfile {
 	u32 op_tail;
 	int tx_error;
 	bool released;
+	bool sndbuf_set;
+	bool cork_on;
+	u32 old_page;
+	u32 old_pages;
+	u32 old_until;
 	bool bound;
 	struct delayed_work linger;
 	u32 page;

@@ -41,7 +41,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 		      RDMASHARE_FEAT_SQ_WAKEUP | RDMASHARE_FEAT_CQ_OVERFLOW |
 		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES |
 		      RDMASHARE_FEAT_LISTEN_FD | RDMASHARE_FEAT_CONNECT_NONBLOCK |
-		      RDMASHARE_FEAT_MSG;
+		      RDMASHARE_FEAT_MSG | RDMASHARE_FEAT_FILE_SET;
 	return 0;
 }
 

@@ -25,6 +25,7 @@ union rs_ioctl_buf {
 	struct rdmashare_shutdown shutdown;
 	struct rdmashare_file_info file_info;
 	struct rdmashare_msg msg;
+	struct rdmashare_file_set file_set;
 };
 
 /*

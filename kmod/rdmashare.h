@@ -332,6 +332,7 @@ extern unsigned int rs_cq_depth;
 extern unsigned int rs_keepalive_ms;
 extern unsigned int rs_connect_timeout_ms;
 extern unsigned int rs_linger_ms;
+extern unsigned int rs_sndbuf_max;
 extern unsigned int rs_backlog_max;
 extern unsigned int rs_max_qps_per_peer;
 extern unsigned int rs_max_qps;

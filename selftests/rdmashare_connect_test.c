@@ -289,10 +289,10 @@ TEST_F_TIMEOUT(nb, bad_args, 120)
 	EXPECT_EQ(-1, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
 	EXPECT_EQ(EINVAL, errno);
 	fi.flags = 0;
-	fi.resv[1] = 1;
+	fi.resv = 1;
 	EXPECT_EQ(-1, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
 	EXPECT_EQ(EINVAL, errno);
-	fi.resv[1] = 0;
+	fi.resv = 0;
 	fi.size = 64;
 	EXPECT_EQ(-1, ioctl(cfd, RDMASHARE_IOC_FILE_INFO, &fi));
 	EXPECT_EQ(EINVAL, errno);

@@ -985,7 +985,7 @@ static void misc_ioctl(int fd, int acf)
 		/* An AC file's names, queues and pending error (SO_ERROR). */
 		u.fi.flags = pick(4) ? pick(2) : rnd();
 		if (!pick(10))
-			u.fi.resv[pick(2)] = rnd();
+			u.fi.resv = rnd();
 		do_ioctl(fd, RDMASHARE_IOC_FILE_INFO, &u.fi, sizeof(u.fi));
 		break;
 	default:

@@ -37,7 +37,8 @@ enum {
 	RDMASHARE_CMD_SHUTDOWN = 0x08,
 	RDMASHARE_CMD_FILE_INFO = 0x09,
 	RDMASHARE_CMD_SENDMSG = 0x0a,
-	RDMASHARE_CMD_RECVMSG = 0x0b
+	RDMASHARE_CMD_RECVMSG = 0x0b,
+	RDMASHARE_CMD_FILE_SET = 0x0c
 };
 
 /* RDMASHARE_IOC_QUERY features */
@@ -55,6 +56,7 @@ enum {
 #define RDMASHARE_FEAT_LISTEN_FD	(1ULL << 11)	/* RDMASHARE_LISTEN_FD */
 #define RDMASHARE_FEAT_CONNECT_NONBLOCK	(1ULL << 12)	/* and FILE_INFO */
 #define RDMASHARE_FEAT_MSG		(1ULL << 13)	/* SENDMSG, RECVMSG, SHUTDOWN_RD */
+#define RDMASHARE_FEAT_FILE_SET		(1ULL << 14)	/* FILE_SET, growing send buffers */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -489,6 +491,8 @@ struct rdmashare_connect {
  *	for a connecting AC, 0 for an accepted one
  * @rx_bytes: out: bytes a read(2) would return now (FIONREAD)
  * @tx_bytes: out: bytes written and not yet acknowledged (SIOCOUTQ)
+ * @sndbuf: out: the send buffer's size now (SO_SNDBUF)
+ * @cork: out: 1 while RDMASHARE_FILE_SET's cork holds writes (TCP_CORK)
  * @resv: must be 0
  */
 struct rdmashare_file_info {
@@ -500,7 +504,9 @@ struct rdmashare_file_info {
 	struct rdmashare_addr peer;
 	__u32 rx_bytes;
 	__u32 tx_bytes;
-	__aligned_u64 resv[2];
+	__u32 sndbuf;
+	__u32 cork;
+	__aligned_u64 resv;
 };
 
 #define RDMASHARE_IOC_FILE_INFO	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_FILE_INFO)
@@ -721,5 +727,38 @@ struct rdmashare_msg {
 
 #define RDMASHARE_IOC_SENDMSG	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_SENDMSG)
 #define RDMASHARE_IOC_RECVMSG	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_RECVMSG)
+
+/* RDMASHARE_IOC_FILE_SET flags: which fields to apply (at least one) */
+#define RDMASHARE_FILE_SET_SNDBUF	(1U << 0)
+#define RDMASHARE_FILE_SET_CORK		(1U << 1)
+
+/**
+ * struct rdmashare_file_set - RDMASHARE_IOC_FILE_SET, on an AC file: the
+ *	socket options that mean something to it
+ * @size: sizeof(struct rdmashare_file_set)
+ * @flags: RDMASHARE_FILE_SET_*
+ * @sndbuf: with RDMASHARE_FILE_SET_SNDBUF, the send buffer wanted, bytes
+ *	(SO_SNDBUF): rounded up to pages, at least one, at most the
+ *	sndbuf_max tunable, and only as large as the maker's file area has
+ *	room for; from then on the buffer keeps that size rather than grow
+ *	with the stream.  Out: the size it has now (the old one if the area
+ *	had no room; writes still queued finish in the old buffer)
+ * @cork: with RDMASHARE_FILE_SET_CORK, 1: every write is held back as
+ *	with MSG_MORE (TCP_CORK), 200 ms at most; 0: what is held goes now
+ * @resv: must be 0
+ *
+ * Errors: EINVAL (flags, resv, cork not 0 or 1, sndbuf 0), EBUSY (the
+ * buffer is being changed already: its old one still has writes in
+ * flight), ENOTTY on anything but an AC file.
+ */
+struct rdmashare_file_set {
+	__u32 size;
+	__u32 flags;
+	__u32 sndbuf;
+	__u32 cork;
+	__aligned_u64 resv;
+};
+
+#define RDMASHARE_IOC_FILE_SET	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_FILE_SET)
 
 #endif /* _UAPI_LINUX_RDMASHARE_H */
