@@ -5,9 +5,12 @@
  * An AC file is read and written like a connected stream socket, but it is
  * not a socket: send(2), recv(2) and shutdown(2) fail on it with ENOTSOCK.
  * These are their counterparts, over RDMASHARE_IOC_SENDMSG, RECVMSG and
- * SHUTDOWN, with the MSG_* flags and the how of the socket calls.
+ * SHUTDOWN, with the MSG_* flags and the how of the socket calls; and the
+ * socket options that mean something to an AC file, SO_SNDBUF and
+ * TCP_CORK, over RDMASHARE_IOC_FILE_SET.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -63,4 +66,24 @@ int rdmashare_file_shutdown(int fd, int how)
 		return flags;
 	sh.flags = flags;
 	return ioctl(fd, RDMASHARE_IOC_SHUTDOWN, &sh) < 0 ? -errno : 0;
+}
+
+int rdmashare_file_set_sndbuf(int fd, unsigned int bytes)
+{
+	struct rdmashare_file_set fs = {
+		.size = sizeof(fs), .flags = RDMASHARE_FILE_SET_SNDBUF, .sndbuf = bytes,
+	};
+
+	if (ioctl(fd, RDMASHARE_IOC_FILE_SET, &fs) < 0)
+		return -errno;
+	return fs.sndbuf > INT_MAX ? INT_MAX : (int)fs.sndbuf;
+}
+
+int rdmashare_file_set_cork(int fd, int on)
+{
+	struct rdmashare_file_set fs = {
+		.size = sizeof(fs), .flags = RDMASHARE_FILE_SET_CORK, .cork = !!on,
+	};
+
+	return ioctl(fd, RDMASHARE_IOC_FILE_SET, &fs) < 0 ? -errno : 0;
 }

@@ -540,6 +540,35 @@ ssize_t rdmashare_file_recvv(int fd, const struct iovec *iov, int iovcnt, int fl
  */
 int rdmashare_file_shutdown(int fd, int how);
 
+/**
+ * rdmashare_file_set_sndbuf() - an AC file's send buffer (SO_SNDBUF)
+ * @fd: an AC file
+ * @bytes: the size wanted: rounded up to pages, at most the module's
+ *	sndbuf_max, and as large as the file area that gave the AC file has
+ *	room for (not doubled, unlike setsockopt(2)'s SO_SNDBUF)
+ *
+ * The buffer keeps this size from then on, instead of growing with the
+ * stream (RDMASHARE_FEAT_FILE_SET); writes already queued finish in the old
+ * one.  rdmashare_file_info()'s sndbuf tells the size.
+ *
+ * Return: the size it has now (the old one if the file area had no room),
+ * or -EINVAL (@bytes 0), -EBUSY (a change is still under way: the old
+ * buffer has writes in flight), -ENOTTY (not an AC file, or a module
+ * without RDMASHARE_FEAT_FILE_SET), ...
+ */
+int rdmashare_file_set_sndbuf(int fd, unsigned int bytes);
+
+/**
+ * rdmashare_file_set_cork() - hold an AC file's writes back (TCP_CORK)
+ * @fd: an AC file
+ * @on: non-zero: every write waits, as with MSG_MORE, for the next one, a
+ *	shutdown, the close, or 200 ms; 0: what waits goes now
+ *
+ * Return: 0, or -ENOTTY (not an AC file, or a module without
+ * RDMASHARE_FEAT_FILE_SET), the AC's error, ...
+ */
+int rdmashare_file_set_cork(int fd, int on);
+
 #ifdef __cplusplus
 }
 #endif
