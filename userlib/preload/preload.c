@@ -28,9 +28,10 @@
  *   answered here: send, recv and their kin as RDMASHARE_IOC_SENDMSG and
  *   RECVMSG, which take their flags (write and read on an older module,
  *   which cannot peek), getsockopt (SO_ERROR from RDMASHARE_IOC_FILE_INFO,
- *   TCP_NODELAY and the like as TCP would answer), setsockopt (accepted
- *   where harmless, ENOPROTOOPT otherwise), getsockname, getpeername and
- *   shutdown.
+ *   SO_SNDBUF and TCP_CORK from it too, TCP_NODELAY and the like as TCP
+ *   would answer), setsockopt (SO_SNDBUF and TCP_CORK through
+ *   RDMASHARE_IOC_FILE_SET, others accepted where harmless, ENOPROTOOPT
+ *   otherwise), getsockname, getpeername and shutdown.
  *
  * Policy, from the environment (or /etc/rdmashare/preload.conf, KEY=VALUE
  * lines, which the environment overrides): RDMASHARE_PORTS (ports and
@@ -956,6 +957,10 @@ static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *l
 		case SO_OOBINLINE:
 			return put_int(val, len, opt == SO_OOBINLINE);
 		case SO_SNDBUF:
+			/* 0 from a module without FILE_SET: what it has. */
+			if (file_info(fd, &fi, 0))
+				return -1;
+			return put_int(val, len, fi.sndbuf ?: 2 * SNDBUF);
 		case SO_RCVBUF:
 			return put_int(val, len, 2 * SNDBUF);
 		case SO_RCVLOWAT:
@@ -976,6 +981,9 @@ static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *l
 		case TCP_NODELAY:
 			return put_int(val, len, 1);
 		case TCP_CORK:
+			if (file_info(fd, &fi, 0))
+				return -1;
+			return put_int(val, len, fi.cork);
 		case TCP_QUICKACK:
 			return put_int(val, len, 0);
 		case TCP_MAXSEG:
@@ -1010,16 +1018,56 @@ RSP_EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 	return ret;
 }
 
-/* Options an AC file takes and has no use for, as TCP's would be set. */
-static int acfile_setsockopt(int level, int opt)
+/*
+ * SO_SNDBUF and TCP_CORK: RDMASHARE_IOC_FILE_SET.  SO_SNDBUF as Linux's TCP
+ * takes it: twice the value, for its bookkeeping (0 is the least there is,
+ * a negative value the most), which getsockopt() reports back; a buffer
+ * being changed already (EBUSY) keeps its size, since setsockopt(2) does
+ * not fail for a size it cannot have.  A module without FILE_SET (ENOTTY)
+ * accepts them and changes nothing, as the options below.
+ */
+static int acfile_set(int fd, int level, const void *val, socklen_t len)
 {
+	struct rdmashare_file_set fs = { .size = sizeof(fs) };
+	int v;
+
+	if (!val) {
+		errno = EFAULT;
+		return -1;
+	}
+	if (len < sizeof(int)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&v, val, sizeof(v));
+	if (level == SOL_SOCKET) {
+		fs.flags = RDMASHARE_FILE_SET_SNDBUF;
+		fs.sndbuf = v < 0 || v > INT_MAX / 2 ? UINT_MAX : v ? 2U * v : 1U;
+	} else {
+		fs.flags = RDMASHARE_FILE_SET_CORK;
+		fs.cork = !!v;
+	}
+	if (ioctl(fd, RDMASHARE_IOC_FILE_SET, &fs) && errno != ENOTTY &&
+	    (errno != EBUSY || level != SOL_SOCKET))
+		return -1;
+	return 0;
+}
+
+/*
+ * Options an AC file takes: SO_SNDBUF and TCP_CORK applied (acfile_set()),
+ * the others it has no use for accepted, as TCP's would be set.
+ */
+static int acfile_setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
+{
+	if ((level == SOL_SOCKET && opt == SO_SNDBUF) || (level == IPPROTO_TCP && opt == TCP_CORK))
+		return acfile_set(fd, level, val, len);
 	if ((level == SOL_SOCKET &&
-	     (opt == SO_KEEPALIVE || opt == SO_LINGER || opt == SO_SNDBUF || opt == SO_RCVBUF ||
+	     (opt == SO_KEEPALIVE || opt == SO_LINGER || opt == SO_RCVBUF ||
 	      opt == SO_REUSEADDR || opt == SO_REUSEPORT || opt == SO_RCVLOWAT ||
 	      opt == SO_SNDLOWAT || opt == SO_RCVTIMEO || opt == SO_SNDTIMEO ||
 	      opt == SO_PRIORITY || opt == SO_OOBINLINE)) ||
 	    (level == IPPROTO_TCP &&
-	     (opt == TCP_NODELAY || opt == TCP_CORK || opt == TCP_QUICKACK ||
+	     (opt == TCP_NODELAY || opt == TCP_QUICKACK ||
 	      opt == TCP_KEEPIDLE || opt == TCP_KEEPINTVL || opt == TCP_KEEPCNT ||
 	      opt == TCP_USER_TIMEOUT)) ||
 	    (level == IPPROTO_IP && opt == IP_TOS) ||
@@ -1036,10 +1084,10 @@ RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t
 	if (k == RSP_LISTEN)
 		return real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
 	if (k == RSP_ACFILE)
-		return acfile_setsockopt(level, opt);
+		return acfile_setsockopt(fd, level, opt, val, len);
 	ret = real.setsockopt(fd, level, opt, val, len);
 	if (ret < 0 && is_acfile(fd, errno))
-		return acfile_setsockopt(level, opt);
+		return acfile_setsockopt(fd, level, opt, val, len);
 	return ret;
 }
 
