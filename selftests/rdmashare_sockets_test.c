@@ -21,6 +21,9 @@
  *    peer closed; SHUT_RD ending a waiting read, dropping what comes while
  *    writes go on, SHUT_RDWR; the errnos of bad flags, buffers, counts and
  *    descriptors.
+ *  - lib_sndbuf_cork: rdmashare_file_set_sndbuf() in pages, larger, smaller,
+ *    beyond the file area (the size stays); rdmashare_file_set_cork()
+ *    holding writes until taken off; FILE_INFO reads both back.
  *  - stream_1gib: 1 GiB through a pair of AC files, every byte checked
  *    against the pattern at its offset (64 MiB on a kernel with kmemleak,
  *    the debug kernel, where 1 GiB would take minutes).
@@ -32,11 +35,15 @@
  *    still blocking, the other thread still waiting); send(MSG_NOSIGNAL)
  *    after the peer closed (EPIPE, no SIGPIPE in a process with another
  *    thread); shutdown(SHUT_RD) ending a waiting recv() and later ones,
- *    then SHUT_RDWR; MSG_OOB refused with EOPNOTSUPP.
+ *    then SHUT_RDWR; MSG_OOB refused with EOPNOTSUPP; setsockopt()'s
+ *    SO_SNDBUF doubled as Linux's and read back by getsockopt(), TCP_CORK
+ *    holding sends until taken off.
  */
 #include <arpa/inet.h>
 #include <libgen.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -393,6 +400,42 @@ TEST_F_TIMEOUT(sk, lib_bad_arguments, 60)
 	EXPECT_EQ('y', b);
 }
 
+TEST_F_TIMEOUT(sk, lib_sndbuf_cork, 60)
+{
+	struct rdmashare_file_info fi;
+	int pg = getpagesize(), p[2];
+	char b[4];
+
+	ASSERT_EQ(0, rdmashare_file_info(self->cfd, &fi, 0));
+	EXPECT_EQ(64 << 10, fi.sndbuf);
+	EXPECT_EQ(0, fi.cork);
+	/* Rounded up to pages, moved, shrunk in place, not beyond the area. */
+	EXPECT_EQ((200000 + pg - 1) / pg * pg, rdmashare_file_set_sndbuf(self->cfd, 200000));
+	ASSERT_EQ(0, rdmashare_file_info(self->cfd, &fi, 0));
+	EXPECT_EQ((200000 + pg - 1) / pg * pg, fi.sndbuf);
+	EXPECT_EQ(pg, rdmashare_file_set_sndbuf(self->cfd, 1));
+	EXPECT_EQ(pg, rdmashare_file_set_sndbuf(self->cfd, 8 << 20));
+	/* Corked, the writes wait; uncorked, they go as one. */
+	ASSERT_EQ(0, rdmashare_file_set_cork(self->cfd, 1));
+	ASSERT_EQ(0, rdmashare_file_info(self->cfd, &fi, 0));
+	EXPECT_EQ(1, fi.cork);
+	ASSERT_EQ(2, rdmashare_file_send(self->cfd, "ab", 2, 0));
+	EXPECT_EQ(-EAGAIN, rdmashare_file_recv(self->sfd, b, 1, MSG_DONTWAIT));
+	ASSERT_EQ(2, rdmashare_file_send(self->cfd, "cd", 2, 0));
+	ASSERT_EQ(0, rdmashare_file_set_cork(self->cfd, 0));
+	ASSERT_EQ(4, rdmashare_file_recv(self->sfd, b, 4, MSG_WAITALL));
+	EXPECT_EQ(0, memcmp(b, "abcd", 4));
+	ASSERT_EQ(0, rdmashare_file_info(self->cfd, &fi, 0));
+	EXPECT_EQ(0, fi.cork);
+	EXPECT_EQ(pg, fi.sndbuf);
+	EXPECT_EQ(-EINVAL, rdmashare_file_set_sndbuf(self->cfd, 0));
+	EXPECT_EQ(-ENOTTY, rdmashare_file_set_sndbuf(self->lfd, 4096));
+	ASSERT_EQ(0, pipe(p));
+	EXPECT_EQ(-ENOTTY, rdmashare_file_set_cork(p[0], 1));
+	close(p[0]);
+	close(p[1]);
+}
+
 /* The byte at stream offset @i: a position-dependent pattern. */
 static unsigned char pat(unsigned long long i)
 {
@@ -620,6 +663,33 @@ static int pre_bad_flags(int c, int s)
 	return 0;
 }
 
+/*
+ * setsockopt() SO_SNDBUF as Linux's TCP: getsockopt() gives twice the
+ * value (here in whole pages); TCP_CORK holds sends back until taken off.
+ */
+static int pre_sndbuf_cork(int c, int s)
+{
+	int pg = getpagesize(), v = 100000, got;
+	socklen_t len = sizeof(got);
+	char b[4];
+
+	PRE_CHECK(!setsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
+	PRE_CHECK(!getsockopt(c, SOL_SOCKET, SO_SNDBUF, &got, &len));
+	PRE_CHECK(got == (2 * v + pg - 1) / pg * pg);
+	v = 1;
+	PRE_CHECK(!setsockopt(c, IPPROTO_TCP, TCP_CORK, &v, sizeof(v)));
+	PRE_CHECK(!getsockopt(c, IPPROTO_TCP, TCP_CORK, &got, &len) && got == 1);
+	PRE_CHECK(send(c, "ab", 2, 0) == 2);
+	PRE_CHECK(recv(s, b, 1, MSG_DONTWAIT) == -1 && errno == EAGAIN);
+	PRE_CHECK(send(c, "cd", 2, 0) == 2);
+	v = 0;
+	PRE_CHECK(!setsockopt(c, IPPROTO_TCP, TCP_CORK, &v, sizeof(v)));
+	PRE_CHECK(!getsockopt(c, IPPROTO_TCP, TCP_CORK, &got, &len) && got == 0);
+	PRE_CHECK(recv(s, b, 4, MSG_WAITALL) == 4 && !memcmp(b, "abcd", 4));
+	PRE_CHECK(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, 2) == -1 && errno == EINVAL);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int c, int s);
@@ -629,6 +699,7 @@ static const struct {
 	{ "nosignal", pre_nosignal },
 	{ "shut_rd", pre_shut_rd },
 	{ "bad_flags", pre_bad_flags },
+	{ "sndbuf_cork", pre_sndbuf_cork },
 };
 
 __attribute__((constructor)) static void pre_main(void)
@@ -698,6 +769,11 @@ TEST(preloaded_shut_rd)
 TEST(preloaded_bad_flags)
 {
 	EXPECT_EQ(0, run_preloaded("bad_flags"));
+}
+
+TEST(preloaded_sndbuf_cork)
+{
+	EXPECT_EQ(0, run_preloaded("sndbuf_cork"));
 }
 
 TEST_HARNESS_MAIN
