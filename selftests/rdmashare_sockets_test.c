@@ -27,7 +27,7 @@
  *  - stream_1gib: 1 GiB through a pair of AC files, every byte checked
  *    against the pattern at its offset (64 MiB on a kernel with kmemleak,
  *    the debug kernel, where 1 GiB would take minutes).
- *  - preloaded_*: this program run again under librdmashare-preload.so, as
+ *  - preloaded.*.run: this program run again under librdmashare-preload.so, as
  *    an unmodified program: its socket(), listen(), connect() and accept()
  *    give AC files, on which recv(MSG_PEEK) and recv(MSG_WAITALL) across two
  *    sends and recvmsg() into two pieces; recv(MSG_DONTWAIT) on a blocking
@@ -746,34 +746,32 @@ static int run_preloaded(const char *name)
 	return pid < 0 ? -1 : rs_wait_child(pid);
 }
 
-TEST(preloaded_peek_waitall)
+/* One test a case: preloaded.<case>.run. */
+FIXTURE(preloaded) {
+};
+
+FIXTURE_VARIANT(preloaded) {
+	const char *name;
+};
+
+FIXTURE_VARIANT_ADD(preloaded, peek_waitall) { .name = "peek_waitall" };
+FIXTURE_VARIANT_ADD(preloaded, dontwait) { .name = "dontwait" };
+FIXTURE_VARIANT_ADD(preloaded, nosignal) { .name = "nosignal" };
+FIXTURE_VARIANT_ADD(preloaded, shut_rd) { .name = "shut_rd" };
+FIXTURE_VARIANT_ADD(preloaded, bad_flags) { .name = "bad_flags" };
+FIXTURE_VARIANT_ADD(preloaded, sndbuf_cork) { .name = "sndbuf_cork" };
+
+FIXTURE_SETUP(preloaded)
 {
-	EXPECT_EQ(0, run_preloaded("peek_waitall"));
 }
 
-TEST(preloaded_dontwait)
+FIXTURE_TEARDOWN(preloaded)
 {
-	EXPECT_EQ(0, run_preloaded("dontwait"));
 }
 
-TEST(preloaded_nosignal)
+TEST_F(preloaded, run)
 {
-	EXPECT_EQ(0, run_preloaded("nosignal"));
-}
-
-TEST(preloaded_shut_rd)
-{
-	EXPECT_EQ(0, run_preloaded("shut_rd"));
-}
-
-TEST(preloaded_bad_flags)
-{
-	EXPECT_EQ(0, run_preloaded("bad_flags"));
-}
-
-TEST(preloaded_sndbuf_cork)
-{
-	EXPECT_EQ(0, run_preloaded("sndbuf_cork"));
+	EXPECT_EQ(0, run_preloaded(variant->name));
 }
 
 TEST_HARNESS_MAIN
