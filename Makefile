@@ -10,6 +10,8 @@
 #   make bench            the benchmarks (Documentation/benchmarks.rst); not
 #                         part of make check; expects make done
 #   make bench-transport  rdmashare vs perftest, RDS, rsocket and TCP
+#   make bench-sockets    unmodified programs (iperf3, sockperf, redis) under
+#                         rdmashare-run vs TCP, rsocket and its preload
 #   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and
 #                         a QP per sender: throughput, shares, latency; also
 #                         expects make -C selftests bench
@@ -59,7 +61,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sched pingpong-trace fuzz soak rxe-repro
+	kdir-check bench bench-transport bench-sockets bench-sched pingpong-trace fuzz soak rxe-repro
 
 all: module userlib selftests
 
@@ -131,10 +133,13 @@ rxe-repro:
 	bash selftests/vm/rxe-repro.sh
 
 # Every benchmark is a bench-<name> target and a prerequisite of bench.
-bench: bench-transport bench-sched
+bench: bench-transport bench-sockets bench-sched
 
 bench-transport:
 	bash selftests/bench/transport.sh
+
+bench-sockets:
+	bash selftests/bench/sockets.sh
 
 bench-sched:
 	bash selftests/bench/sched.sh

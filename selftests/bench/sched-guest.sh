@@ -32,10 +32,9 @@
 
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=selftests/bench/guest-lib.sh
+. "$(dirname "$0")/guest-lib.sh"
 bin=$top/selftests/build/bench
-work=${RS_WORK:?RS_WORK is not set: run this in a guest through run-vm.sh}
-ip=${RS_IP:?RS_IP is not set}
 sys=/sys/class/misc/rdmashare
 scale=${RS_BENCH_SCALE:-1}
 repeat=${RS_BENCH_REPEAT:-2}
@@ -50,8 +49,6 @@ logs=$logroot
 rep=0
 port=7400
 failures=0
-
-log() { printf '[bench] %s\n' "$*"; }
 
 failed() {
 	log "FAILED: $*"
@@ -85,18 +82,6 @@ wait_for() {
 	return 1
 }
 
-# stop PID: a server exits on its own once its client is done (--once).
-stop() {
-	local _
-	for _ in $(seq 1 75); do
-		kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
-		sleep 0.2
-	done
-	log "server $1 did not exit; killing it"
-	kill "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
-}
-
 sysfs_set() {
 	echo "$2" >"$sys/$1" || { failed "cannot set $1=$2"; return 1; }
 }
@@ -123,7 +108,7 @@ run() {
 	*) set -- -m "$mode" "$@" ;;
 	esac
 	timeout 300 "$prog" -c "$ip" -p "$port" "$@" >"$l.client" 2>&1 || rc=$?
-	stop "$spid"
+	stop "$spid" 15	# it exits on its own once its client is done (--once)
 	[ "$rc" = 0 ] || return "$rc"
 	grep -q '^end$' "$l.server"
 }

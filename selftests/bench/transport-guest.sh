@@ -38,7 +38,6 @@ set -euo pipefail
 
 # shellcheck source=selftests/bench/guest-lib.sh
 . "$(dirname "$0")/guest-lib.sh"
-dev=rxe0
 scale=${RS_BENCH_SCALE:-1}
 repeat=${RS_BENCH_REPEAT:-3}
 qtime=${RS_BENCH_TIME:-3}
@@ -55,32 +54,9 @@ res=$work/transport.tsv
 logroot=$work/transport-logs
 logs=$logroot
 rep=0
-pkts=/sys/class/infiniband/$dev/ports/1/hw_counters/sent_pkts
 failures=0
 
 printf 'round\ttool\tsize\tmetric\tvalue\n' >"$res"
-
-log() { printf '[bench] %s\n' "$*"; }
-
-# Message and iteration counts per size, chosen so that each measurement
-# takes a few seconds under TCG (Soft-RoCE moves some 30-80 MB/s there,
-# 30k-140k small messages a second): a run of a fraction of a second
-# measures its own start more than the steady rate.
-n_of() {
-	local kind=$1 size=$2 n
-	case $kind:$size in
-	bw:64) n=150000 ;;
-	bw:4096) n=20000 ;;
-	bw:65536) n=3000 ;;
-	lat:64) n=5000 ;;
-	lat:4096) n=2000 ;;
-	lat:65536) n=1000 ;;
-	esac
-	n=$(awk -v n="$n" -v s="$scale" 'BEGIN { n = int(n * s); print n < 20 ? 20 : n }')
-	echo "$n"
-}
-
-put() { printf '%s\t%s\t%s\t%s\t%s\n' "$rep" "$1" "$2" "$3" "$4" >>"$res"; }
 
 # The counters around one measurement.
 t_start=0
@@ -110,17 +86,6 @@ wait_for() {
 		sleep 0.2
 	done
 	return 1
-}
-
-# stop PID: a server normally exits on its own once its client is done.
-stop() {
-	local _
-	for _ in $(seq 1 50); do
-		kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null || true; return 0; }
-		sleep 0.2
-	done
-	kill "$1" 2>/dev/null || true
-	wait "$1" 2>/dev/null || true
 }
 
 # retry N CMD...: a client started before its server listens fails; again.
@@ -364,46 +329,22 @@ bench_qperf() {
 }
 
 # ---------------------------------------------------------------------------
-# rsocket: rstream, bandwidth (-I 1 -C N) and latency (-I N -C 1).  rstream
-# sends C messages one way, then C back, I times; it reports Gb/s over both
-# directions and usec/xfer = time / (2 I C), half the round trip at C = 1.
+# rsocket: rstream, bandwidth and latency (rstream_run).
 
 rstream_port=7600
 
 rstream_one() {
-	local kind=$1 size=$2 n l spid v args
+	local kind=$1 size=$2 n v
 	n=$(n_of "$kind" "$size")
-	l=$logs/rstream-$kind-$size
-	if [ "$kind" = bw ]; then
-		n=$(( (n + 1) / 2 ))	# it goes both ways
-		args=(-S "$size" -C "$n" -I 1)
-	else
-		args=(-S "$size" -C 1 -I "$n")
-	fi
 	rstream_port=$((rstream_port + 1))
-	log "rsocket: rstream ${args[*]}"
+	log "rsocket: rstream $kind -S $size, $n messages"
 	begin
-	rstream -p "$rstream_port" "${args[@]}" >"$l.server" 2>&1 &
-	spid=$!
-	sleep 0.5
-	if ! retry 20 timeout 300 rstream -s "$ip" -p "$rstream_port" "${args[@]}" \
-		>"$l.client" 2>&1; then
+	if ! v=$(rstream_run "$kind" "$size" "$n" "$rstream_port" "$logs/rstream-$kind-$size"); then
 		failed "rstream $kind $size"
-		kill "$spid" 2>/dev/null || true
 		return
 	fi
-	stop "$spid"
 	end rsocket "$size" "$kind"
-	# name bytes xfers iters total time Gb/sec usec/xfer; Gb/sec has two
-	# decimals only, so the rate comes from usec/xfer
-	v=$(awk '$1 == "custom" && NF == 8 { print $8 }' "$l.client" | tail -n1)
-	[ -n "$v" ] || { failed "rstream $kind $size: no result line"; return; }
-	if [ "$kind" = bw ]; then
-		put rsocket "$size" rate_msgps "$(awk -v u="$v" 'BEGIN { printf "%.0f", 1e6 / u }')"
-		put rsocket "$size" bw_MBps "$(awk -v u="$v" -v s="$size" 'BEGIN { printf "%.3f", s / u }')"
-	else
-		put rsocket "$size" lat_mean_us "$v"
-	fi
+	rstream_put rsocket "$kind" "$size" "$v"
 }
 
 bench_rsocket() {

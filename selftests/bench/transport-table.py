@@ -13,6 +13,9 @@ import collections
 import statistics
 import sys
 
+sys.dont_write_bytecode = True
+from benchtable import fmt, ratio, size_name  # noqa: E402
+
 TOOLS = [
     ("perftest", "perftest (verbs)"),
     ("rdmashare-1ac", "rdmashare, 1 AC"),
@@ -31,24 +34,6 @@ TARGETS = [  # issue #10: (what, size, metric, tool, bound, "min" or "max")
     ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac-bp", 1.3, "max"),
     ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", 1.3, "min"),
 ]
-
-
-def size_name(s):
-    return "%d KiB" % (s // 1024) if s >= 1024 and s % 1024 == 0 else "%d B" % s
-
-
-def fmt(v):
-    if v is None:
-        return "-"
-    if v >= 100:
-        return "%.0f" % v
-    if v >= 10:
-        return "%.1f" % v
-    return "%.2f" % v
-
-
-def ratio(a, b):
-    return None if a is None or not b else a / b
 
 
 def main():

@@ -22,8 +22,9 @@ PKGS=(
 	# RDMA user space: Soft-RoCE, verbs, rdma_cm, perftest and anchors
 	rdma-core ibverbs-utils ibverbs-providers perftest rdmacm-utils
 	libibverbs-dev librdmacm-dev qperf
-	# benchmarks: make bench-sched's plot
-	python3-matplotlib
+	# benchmarks: make bench-sched's plot; make bench-sockets preloads
+	# rsocket's librspreload.so (librdmacm1, named for it)
+	python3-matplotlib librdmacm1
 	# unmodified programs under rdmashare-run (rdmashare_preload_test);
 	# the tests start redis-server themselves (its service, where systemd
 	# runs, listens on the host alone)

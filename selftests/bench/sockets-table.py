@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Turn the sockets benchmark's results into reStructuredText tables.
+
+usage: sockets-table.py SOCKETS.TSV [ENV.TXT...]
+
+SOCKETS.TSV has one number per line: round, tool, size, metric, value
+(sockets-guest.sh); a "fail" line has what the program said as its value.
+Each number is the median over the rounds that measured it; every ratio is
+to plain TCP measured in the same run: the same program over TCP, and for
+rstream and rs-stream (which have no TCP mode) iperf3 over TCP at the same
+write size.  The ENV files are copied in as a comment.
+"""
+import collections
+import statistics
+import sys
+
+sys.dont_write_bytecode = True
+from benchtable import fmt, ratio, size_name, table  # noqa: E402
+
+TRANSPORTS = [("tcp", "TCP"), ("rdmashare", "rdmashare-run"),
+              ("rspreload", "librspreload")]
+BW_TOOLS = ([("iperf3-" + t, "iperf3, " + l, "iperf3-tcp", "bw") for t, l in TRANSPORTS] +
+            [("sockperf-" + t, "sockperf tp, " + l, "sockperf-tcp", "tp")
+             for t, l in TRANSPORTS] +
+            [("rstream", "rstream (rsocket)", "iperf3-tcp", "bw"),
+             ("rs-stream-files", "rs-stream -F, 1 AC file", "iperf3-tcp", "bw")])
+LAT_TOOLS = ([("sockperf-" + t, "sockperf pp, " + l, "sockperf-tcp") for t, l in TRANSPORTS] +
+             [("rstream", "rstream (rsocket)", "sockperf-tcp")])
+REDIS_TOOLS = [("redis-tcp", "TCP"), ("redis-rdmashare", "rdmashare-run")]
+# What a failure's text starts with (sockets-guest.sh's fail lines), by table.
+BW_KINDS = ("iperf3", "sockperf tp", "rstream bw", "rs-stream")
+LAT_KINDS = ("sockperf pp", "rstream lat")
+PRELOAD_TARGETS = [(65536, 0.9), (64, 0.75)]  # issue #33: within 10% and 25%
+
+
+def fmt_big(v):
+    """fmt() with thousands and millions as k and M."""
+    if v is not None and v >= 1e6:
+        return "%.1fM" % (v / 1e6)
+    if v is not None and v >= 1e4:
+        return "%.0fk" % (v / 1e3)
+    return fmt(v)
+
+
+def fmt_n(v):
+    """A count: an integer below 10^4."""
+    return "-" if v is None else "%d" % v if v < 1e4 else fmt_big(v)
+
+
+class Results:
+    def __init__(self, path):
+        self.vals = collections.defaultdict(list)
+        self.fails = collections.defaultdict(list)
+        self.rounds = set()
+        with open(path) as f:
+            next(f)
+            for line in f:
+                r, tool, size, metric, value = line.rstrip("\n").split("\t", 4)
+                if r != "0":
+                    self.rounds.add(r)
+                if metric == "fail":
+                    self.fails[(tool, int(size))].append(value)
+                else:
+                    self.vals[(tool, int(size), metric)].append(float(value))
+
+    def med(self, tool, size, metric):
+        v = self.vals.get((tool, size, metric))
+        return statistics.median(v) if v else None
+
+    def spread(self, tool, size, metric):
+        v = self.vals.get((tool, size, metric))
+        if not v or len(v) < 2 or not statistics.median(v):
+            return None
+        return (max(v) - min(v)) / statistics.median(v)
+
+    def has(self, tool, size):
+        return (tool, size) in self.fails or any(
+            k[0] == tool and k[1] == size for k in self.vals)
+
+
+notes = []
+
+
+def note(text):
+    """A footnote's number for a failure's text (the same text, one number)."""
+    if text not in notes:
+        notes.append(text)
+    return "[%d]" % (notes.index(text) + 1)
+
+
+def fail_cell(res, tool, size, kinds=None):
+    """The footnote of the failures of @tool at @size, those of @kinds
+    (what their text starts with) alone if given."""
+    f = [t for t in res.fails.get((tool, size), [])
+         if kinds is None or t.startswith(kinds)]
+    if not f:
+        return ""
+    common = collections.Counter(f).most_common(1)[0][0]
+    n = "%s, %d of %d rounds" % (common, len(f), max(len(res.rounds), 1))
+    return note(n)
+
+
+def main():
+    res = Results(sys.argv[1])
+    med = res.med
+    sizes = sorted({k[1] for k in res.vals if not k[0].startswith(("redis", "smc"))} |
+                   {k[1] for k in res.fails if not k[0].startswith(("redis", "smc"))})
+
+    print(".. Sockets benchmark, medians of %d round(s)." % len(res.rounds))
+    for e in sys.argv[2:]:
+        with open(e) as f:
+            for line in f:
+                print("   " + line.rstrip())
+    print()
+
+    # Throughput.
+    rows = []
+    for size in sizes:
+        for tool, label, base, kind in BW_TOOLS:
+            if not res.has(tool, size):
+                continue
+            pre = "tp_" if kind == "tp" else ""
+            bw = med(tool, size, pre + ("MBps" if pre else "bw_MBps"))
+            rate = med(tool, size, pre + "rate_msgps")
+            bbw = med(base, size, "tp_MBps" if base.startswith("sockperf") else "bw_MBps")
+            rows.append([size_name(size), label, fmt(bw), fmt(ratio(bw, bbw)), fmt_big(rate),
+                         fmt_n(med(tool, size, kind + "_rxe_pkts")),
+                         fmt_n(med(tool, size, kind + "_tcp_segs")),
+                         fail_cell(res, tool, size, BW_KINDS)])
+    print("Throughput:")
+    print()
+    print(table(["size", "tool", "MB/s", "x TCP", "msg/s", "rxe pkts", "TCP segs", "notes"],
+                rows, left=2))
+    print()
+
+    # Latency.
+    rows = []
+    for size in sizes:
+        for tool, label, base in LAT_TOOLS:
+            if not any(k[0] == tool and k[1] == size and k[2].startswith("lat")
+                       for k in res.vals) and not fail_cell(res, tool, size, LAT_KINDS):
+                continue
+            p50, mean = med(tool, size, "lat_p50_us"), med(tool, size, "lat_mean_us")
+            rows.append([size_name(size), label, fmt(p50),
+                         fmt(ratio(p50, med(base, size, "lat_p50_us"))), fmt(mean),
+                         fmt(ratio(mean, med(base, size, "lat_mean_us"))),
+                         fail_cell(res, tool, size, LAT_KINDS)])
+    print("Latency (one way, half the round trip):")
+    print()
+    print(table(["size", "tool", "p50 us", "x TCP", "mean us", "x TCP", "notes"], rows, left=2))
+    print()
+
+    # redis.
+    rows = []
+    for pipe in (1, 16):
+        for tool, label in REDIS_TOOLS:
+            if not res.has(tool, pipe):
+                continue
+            s, g = med(tool, pipe, "set_rps"), med(tool, pipe, "get_rps")
+            rows.append(["-P 16" if pipe == 16 else "plain", label, fmt_big(s),
+                         fmt(ratio(s, med("redis-tcp", pipe, "set_rps"))), fmt_big(g),
+                         fmt(ratio(g, med("redis-tcp", pipe, "get_rps"))),
+                         fmt_n(med(tool, pipe, "redis_rxe_pkts")),
+                         fmt_n(med(tool, pipe, "redis_tcp_segs")), fail_cell(res, tool, pipe)])
+    if rows:
+        print("redis-benchmark -t set,get (requests/s):")
+        print()
+        print(table(["requests", "transport", "SET/s", "x TCP", "GET/s", "x TCP",
+                     "rxe pkts", "TCP segs", "notes"], rows, left=2))
+        print()
+
+    print("x TCP: ratio to the same program over plain TCP to the same address in")
+    print("the same run (rstream and rs-stream: to iperf3 over TCP at the same")
+    print("write size); MB/s, msg/s, requests/s: higher is better, latency: lower.")
+    print("rxe pkts: packets rxe0 sent during the measurement (0: not over RDMA);")
+    print("TCP segs: TCP segments sent meanwhile (both ends, control included).")
+    print("sockperf's 1 MiB is 1048575 B, its largest message.  No zero copy from")
+    print("the caller's pages yet: every AC file write is copied into the send")
+    print("buffer, so there is no copy/zero-copy crossover to plot.")
+    if notes:
+        print()
+        for i, n in enumerate(notes):
+            print("[%d] %s" % (i + 1, n))
+    print()
+
+    # SMC-R, tried once.
+    for (tool, size), f in sorted(res.fails.items()):
+        if tool == "smc-r":
+            print("SMC-R (AF_SMC, %s, tried once): %s; %s rxe0 packets, %s TCP segments." % (
+                size_name(size), f[0], fmt_n(med(tool, size, "bw_rxe_pkts")),
+                fmt_n(med(tool, size, "bw_tcp_segs"))))
+            print()
+            break
+    else:
+        if any(k[0] == "smc-r" for k in res.vals):
+            size = next(k[1] for k in res.vals if k[0] == "smc-r")
+            print("SMC-R (AF_SMC, %s, tried once): %s MB/s, %s rxe0 packets." % (
+                size_name(size), fmt(med("smc-r", size, "bw_MBps")),
+                fmt_n(med("smc-r", size, "bw_rxe_pkts"))))
+            print()
+
+    print("Targets:")
+    print()
+    for size in sizes:
+        rs = med("iperf3-rdmashare", size, "bw_MBps")
+        res_ = []
+        for other, label in (("rstream", "rstream"), ("iperf3-rspreload", "iperf3 under librspreload")):
+            o = med(other, size, "bw_MBps")
+            if rs is None:
+                res_.append("vs %s: n/a" % label)
+            elif o:
+                res_.append("vs %s %s x (%s)" % (label, fmt(rs / o),
+                                                  "ahead" if rs > o else "behind"))
+            elif res.fails.get((other, size)):
+                res_.append("vs %s: it moved nothing" % label)
+        print("* throughput at %s, iperf3 under rdmashare-run: %s" % (
+            size_name(size), "; ".join(res_) if res_ else "n/a"))
+        ts, to = med("sockperf-rdmashare", size, "tp_MBps"), med("sockperf-rspreload", size, "tp_MBps")
+        if ts is not None:
+            print("  (sockperf tp under rdmashare-run vs librspreload: %s)" % (
+                "%s x" % fmt(ts / to) if to else "librspreload moved nothing"))
+    for size, bound in PRELOAD_TARGETS:
+        r = ratio(med("iperf3-rdmashare", size, "bw_MBps"), med("rs-stream-files", size, "bw_MBps"))
+        sp = [s for s in (res.spread("iperf3-rdmashare", size, "bw_MBps"),
+                          res.spread("rs-stream-files", size, "bw_MBps")) if s is not None]
+        print("* the preload's cost at %s: iperf3 under rdmashare-run %s x rs-stream -F "
+              "(target >= %.2f): %s%s" % (
+                  size_name(size), fmt(r), bound,
+                  "n/a" if r is None else "met" if r >= bound else "missed",
+                  "; spread over rounds %s" % "/".join("%.0f%%" % (s * 100) for s in sp)
+                  if sp else ""))
+
+
+if __name__ == "__main__":
+    main()
