@@ -487,23 +487,31 @@ static int rs_wait_sqe(struct rdmashare *rs, struct rdmashare_sqe **sqe)
 
 /*
  * @ac was just handed out by LISTEN, CONNECT or ACCEPT.  Whatever the
- * kernel said of the id before is in the CQ already: reap it.  If an earlier
- * AC with the same id is still closing here, its CLOSE completion is there
- * (the kernel reuses an id only after it): reap up to it.  So is the
- * DISCARD CLOSED of a backlog AC that had the id, which voids what came
- * for that AC, and the completion of a SEND or SHUTDOWN that named the id
- * while no AC had it (-ENOENT).  What this end did with the id before is
+ * kernel said of the id before is in the CQ already: reap it, if there can
+ * be any such thing.  If an earlier AC with the same id is still closing
+ * here, its CLOSE completion is there (the kernel reuses an id only after
+ * it): reap up to it.  So is the DISCARD CLOSED of a backlog AC that had the
+ * id, which voids what came for that AC (if nothing of that AC was filed,
+ * its completions come in order before the new AC's, and one reap files
+ * them all), and the completion of a SEND or SHUTDOWN that named the id
+ * while no AC had it (-ENOENT: only while a library operation is
+ * outstanding).  Otherwise nothing is reaped: a program that reads the CQ
+ * itself keeps its completions.  What this end did with the id before is
  * not the new AC's: its send error and shutdown are forgotten.  What came
  * for the new AC before it was accepted (chunks, a HALF CLOSED) is kept.
  */
 static int rs_new_ac(struct rdmashare *rs, int ac)
 {
+	static const struct rs_acst none;
 	struct rs_acst *st;
 	int ret;
 
-	ret = rs_reap(rs, 0, 0);
-	if (ret)
-		return ret;
+	st = rs_acst(rs, ac);
+	if (rs->waiting || (st && !st->closing && memcmp(st, &none, sizeof(none)))) {
+		ret = rs_reap(rs, 0, 0);
+		if (ret)
+			return ret;
+	}
 	for (;;) {
 		st = rs_acst(rs, ac);
 		if (!st)
