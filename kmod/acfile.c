@@ -180,10 +180,19 @@ void rs_acfile_deliver(struct rs_ac *ac, u32 idx, u32 len)
 	WRITE_ONCE(af->rx_n, af->rx_n + 1);
 }
 
-void rs_acfile_wake(struct rs_ac *ac)
+/*
+ * Wake the AC file's waiters for what changed: @key is the poll events
+ * that may have come (0: any), so that an edge-triggered epoll of the
+ * others is not woken (readers and writers that sleep take every wake).
+ */
+void rs_acfile_wake(struct rs_ac *ac, __poll_t key)
 {
 	/* Pairs with the barrier of adding a waiter: the change is seen. */
-	if (wq_has_sleeper(&ac->wait))
+	if (!wq_has_sleeper(&ac->wait))
+		return;
+	if (key)
+		wake_up_poll(&ac->wait, key);
+	else
 		wake_up_all(&ac->wait);
 }
 
@@ -282,7 +291,7 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	}
 	rs_acfile_sndbuf_gone(ac);
 	spin_unlock_irqrestore(&af->lock, flags);
-	rs_acfile_wake(ac);
+	rs_acfile_wake(ac, EPOLLOUT | EPOLLWRNORM);
 }
 
 /*
@@ -884,7 +893,7 @@ static int rs_acfile_shut_rd(struct rs_ac *ac)
 	struct rs_acfile *af = ac->af;
 
 	WRITE_ONCE(af->rx_shut, true);
-	rs_acfile_wake(ac);
+	rs_acfile_wake(ac, 0);
 	if (mutex_lock_interruptible(&af->read_lock))
 		return -ERESTARTSYS;
 	rs_acfile_drain(ac);
@@ -916,7 +925,7 @@ static int rs_acfile_shut_wr(struct rs_ac *ac)
 	}
 	mutex_unlock(&af->write_lock);
 	if (!ret)
-		rs_acfile_wake(ac);
+		rs_acfile_wake(ac, 0);
 	return ret;
 }
 

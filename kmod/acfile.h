@@ -145,7 +145,7 @@ int rs_acfile_bind(struct rs_ac *ac, struct rs_acfile_res *res,
 		   struct rdmashare_file_params *p);
 void rs_acfile_free(struct rs_ac *ac);
 void rs_acfile_deliver(struct rs_ac *ac, u32 idx, u32 len);
-void rs_acfile_wake(struct rs_ac *ac);
+void rs_acfile_wake(struct rs_ac *ac, __poll_t key);
 void rs_acfile_drain(struct rs_ac *ac);
 void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res);
 

@@ -22,6 +22,7 @@
 
 #include <linux/math64.h>
 #include <linux/nospec.h>
+#include <linux/poll.h>
 
 #include <rdma/ib_verbs.h>
 
@@ -96,7 +97,7 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 		/* An AC file's: read(2) takes it (acfile.c). */
 		rs_acfile_deliver(ac, idx, len);
 		spin_unlock_irq(&rf->rx_lock);
-		rs_acfile_wake(ac);
+		rs_acfile_wake(ac, EPOLLIN | EPOLLRDNORM);
 		rs_file_note_qp(rf, ac->qp);
 		return 0;
 	}

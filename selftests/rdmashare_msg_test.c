@@ -5,14 +5,16 @@
  * MSG_PEEK across message and chunk boundaries, MSG_WAITALL (with and
  * without MSG_PEEK), MSG_DONTWAIT beside a reader that waits, MSG_NOSIGNAL,
  * MSG_MORE holding writes back until the next write, a SHUTDOWN, the close
- * or its timer, SHUT_RD waking a reader and dropping what comes, and every
- * bad argument with its errno (issue #33).
+ * or its timer, SHUT_RD waking a reader and dropping what comes, readiness
+ * through epoll level and edge triggered, and every bad argument with its
+ * errno (issue #33).
  */
 #include <arpa/inet.h>
 #include <linux/sockios.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -525,6 +527,112 @@ TEST(shut_rd)
 	close(cfd);
 	close(sfd);
 	rdmashare_close(c);
+}
+
+/* The events epoll @ep reports within @ms, 0 if none. */
+static unsigned int events(int ep, int ms)
+{
+	struct epoll_event ev = { 0 };
+
+	return epoll_wait(ep, &ev, 1, ms) == 1 ? ev.events : 0;
+}
+
+/*
+ * epoll, level triggered: readable while bytes wait, writable while the
+ * send buffer has room.  Edge triggered: an event per arrival and per
+ * room that comes back, none in between; the peer's SHUTDOWN as
+ * EPOLLRDHUP.
+ */
+TEST(epoll_level_and_edge)
+{
+	struct rdmashare_file_set fs = { .size = sizeof(fs), .flags = RDMASHARE_FILE_SET_SNDBUF,
+					 .sndbuf = 65536 };
+	struct epoll_event ev = { 0 };
+	unsigned char *buf = malloc(1 << 20);
+	int cfd, sfd, lt, et, i;
+	struct rdmashare *c;
+	long n;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, 1 << 20);
+	c = pair(_metadata, PORT + 9, 65536, RDMASHARE_FILE_NONBLOCK, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	/* A send buffer that does not grow while it is filled below. */
+	ASSERT_EQ(0, ioctl(cfd, RDMASHARE_IOC_FILE_SET, &fs));
+	lt = epoll_create1(0);
+	et = epoll_create1(0);
+	ASSERT_LE(0, lt);
+	ASSERT_LE(0, et);
+	ev.events = EPOLLIN | EPOLLRDHUP;
+	ASSERT_EQ(0, epoll_ctl(lt, EPOLL_CTL_ADD, sfd, &ev));
+	ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+	ASSERT_EQ(0, epoll_ctl(et, EPOLL_CTL_ADD, sfd, &ev));
+
+	EXPECT_EQ(0, events(lt, 0));
+	EXPECT_EQ(0, events(et, 0));
+	ASSERT_EQ(100, write(cfd, buf, 100));
+	EXPECT_EQ(EPOLLIN, events(lt, 5000));
+	EXPECT_EQ(EPOLLIN, events(et, 5000));
+	/* Level: again, and after a partial read; edge: not again. */
+	EXPECT_EQ(EPOLLIN, events(lt, 0));
+	EXPECT_EQ(0, events(et, 0));
+	EXPECT_EQ(50, read(sfd, buf, 50));
+	EXPECT_EQ(EPOLLIN, events(lt, 0));
+	EXPECT_EQ(0, events(et, 100));
+	/* A new arrival is a new edge. */
+	ASSERT_EQ(10, write(cfd, buf, 10));
+	EXPECT_EQ(EPOLLIN, events(et, 5000));
+	EXPECT_EQ(60, read(sfd, buf, 100));
+	EXPECT_EQ(-1, read(sfd, buf, 100));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_EQ(0, events(lt, 0));
+	EXPECT_EQ(0, events(et, 0));
+
+	/* Writable: at once; edge triggered, again only when room comes back. */
+	ev.events = EPOLLOUT | EPOLLET;
+	ASSERT_EQ(0, epoll_ctl(et, EPOLL_CTL_MOD, sfd, &ev));
+	ev.events = EPOLLOUT | EPOLLET;
+	ASSERT_EQ(0, epoll_ctl(et, EPOLL_CTL_ADD, cfd, &ev));
+	for (i = 0; i < 2; i++)
+		EXPECT_EQ(EPOLLOUT, events(et, 1000));
+	EXPECT_EQ(0, events(et, 0));
+	/*
+	 * Fill it: room comes back while the peer's window takes what was
+	 * sent (each such return an edge), then no more while it does not
+	 * read.  Reading makes room again: an edge.
+	 */
+	for (i = 0; i < 100; i++) {
+		do
+			n = write(cfd, buf, 1 << 20);
+		while (n > 0);
+		ASSERT_EQ(EAGAIN, errno);
+		if (!events(et, 500))
+			break;
+	}
+	EXPECT_GT(100, i);
+	EXPECT_EQ(0, events(et, 0));
+	for (i = 0; i < 1000 && !(n = events(et, 0)); i++)
+		if (read(sfd, buf, 1 << 20) < 0)
+			usleep(1000);
+	EXPECT_EQ(EPOLLOUT, n);
+	EXPECT_EQ(0, events(et, 0));
+	/* The peer's SHUTDOWN: readable (the end) and EPOLLRDHUP, level and edge. */
+	ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+	ASSERT_EQ(0, epoll_ctl(et, EPOLL_CTL_DEL, cfd, NULL));
+	ASSERT_EQ(0, epoll_ctl(et, EPOLL_CTL_MOD, sfd, &ev));
+	while (read(sfd, buf, 1 << 20) > 0)
+		;
+	EXPECT_EQ(0, rdmashare_shutdown_file(cfd));
+	EXPECT_EQ(EPOLLIN | EPOLLRDHUP, events(et, 5000));
+	EXPECT_EQ(EPOLLIN | EPOLLRDHUP, events(lt, 5000));
+	EXPECT_EQ(0, events(et, 0));
+	close(lt);
+	close(et);
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	free(buf);
 }
 
 /* Every bad argument, with its errno; nothing sent or taken for it. */
