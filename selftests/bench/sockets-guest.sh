@@ -206,7 +206,7 @@ else:
 	case $v in
 	ERR*)
 		echo "${v#ERR }" >>"$l.client"
-		fail "$tool" "$size" "$l.client" "iperf3 -l $size"
+		fail "$tool" "$size" /dev/null "iperf3 -l $size: ${v#ERR }"
 		return
 		;;
 	esac
@@ -353,7 +353,8 @@ rsstream_one() {
 	port=$((port + 1))
 	log "$tool: rs-stream -F -a 1 -l $size -n $n"
 	begin
-	"$bin/rs-stream" -s -F -p "$port" -a 1 >"$l.server" 2>&1 &
+	# The server checks the stream in messages of -l bytes.
+	"$bin/rs-stream" -s -F -p "$port" -a 1 -l "$size" >"$l.server" 2>&1 &
 	spid=$!
 	for _ in $(seq 1 50); do
 		grep -q listening "$l.server" 2>/dev/null && break
