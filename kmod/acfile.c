@@ -946,9 +946,14 @@ static int rs_acfile_shutdown(struct file *filp, union rs_ioctl_buf *buf,
 	return ret;
 }
 
-/* The MSG_* flags of RDMASHARE_IOC_RECVMSG and SENDMSG. */
-#define RS_MSG_RECV	(MSG_DONTWAIT | MSG_PEEK | MSG_WAITALL | MSG_CMSG_CLOEXEC)
-#define RS_MSG_SEND	(MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
+/*
+ * The MSG_* flags that RDMASHARE_IOC_RECVMSG and SENDMSG refuse: those a
+ * TCP socket gives a meaning this stream does not have.  As TCP's, the
+ * others it has no use for (MSG_NOSIGNAL on a read, MSG_CONFIRM, ...) are
+ * ignored: programs pass them.
+ */
+#define RS_MSG_RECV_NO	(MSG_OOB | MSG_TRUNC | MSG_ERRQUEUE)
+#define RS_MSG_SEND_NO	(MSG_OOB | MSG_FASTOPEN)
 
 /* RDMASHARE_IOC_RECVMSG and SENDMSG: recvmsg(2) and sendmsg(2). */
 static int rs_acfile_msg(struct file *filp, union rs_ioctl_buf *buf, bool out)
@@ -962,7 +967,7 @@ static int rs_acfile_msg(struct file *filp, union rs_ioctl_buf *buf, bool out)
 
 	if (m->flags || m->resv)
 		return -EINVAL;
-	if (m->msg_flags & ~(out ? RS_MSG_SEND : RS_MSG_RECV))
+	if (m->msg_flags & (out ? RS_MSG_SEND_NO : RS_MSG_RECV_NO))
 		return -EOPNOTSUPP;
 	if (filp->f_flags & O_NONBLOCK)
 		how |= RS_IO_NOWAIT;

@@ -15,7 +15,8 @@
  *  - policy_port: RDMASHARE_PORTS leaves the port out: TCP.
  *  - iperf3: 2 s each way (-R), its JSON's bytes over rdmashare.
  *  - sockperf: 64 B ping-pong for 2 s with both ends on select, poll and
- *    epoll in turn, its observations over rdmashare.
+ *    epoll in turn, then in its default mode (recvfrom()), its
+ *    observations over rdmashare.
  *  - redis: redis-server and redis-benchmark -t set,get, pipelined (-P 16),
  *    then with 500 connections at once (-c 500), all over rdmashare and
  *    over no more QPs than qps_per_peer allows each end.
@@ -259,28 +260,41 @@ TEST_F_TIMEOUT(pl, iperf3, 180)
 	}
 }
 
+/*
+ * sockperf ping-pong, the server on select, poll and epoll (-F, which
+ * needs a feed file: one TCP connection, both ends on the mux), and in its
+ * default mode, blocked in recvfrom() with flags a TCP socket ignores.
+ */
 TEST_F_TIMEOUT(pl, sockperf, 180)
 {
-	const char *mux[] = { "s", "p", "e" };
+	static const char *const mux[] = { "s", "p", "e", NULL };
+	char sr[256], pp[256];
 	double seen;
 	long rs;
 	int i;
 
 	if (rs_sh("command -v sockperf >/dev/null"))
 		SKIP(return, "no sockperf");
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		self->rs0 = rs_tx_bytes();
-		/* -F needs a feed file: one TCP connection, both ends on the mux. */
 		ASSERT_EQ(0, rs_sh("echo T:%s:%d > " FEED, ip, PORT));
-		ASSERT_EQ(0, rs_sh("(timeout 60 %s sockperf sr -f " FEED " -F %s >/dev/null 2>&1 & "
+		if (mux[i]) {
+			snprintf(sr, sizeof(sr), "sr -f " FEED " -F %s", mux[i]);
+			snprintf(pp, sizeof(pp), "pp -f " FEED " -F %s", mux[i]);
+		} else {
+			snprintf(sr, sizeof(sr), "sr --tcp -i %s -p %d", ip, PORT);
+			snprintf(pp, sizeof(pp), "pp --tcp -i %s -p %d", ip, PORT);
+		}
+		ASSERT_EQ(0, rs_sh("(timeout 60 %s sockperf %s >/dev/null 2>&1 & "
 				   "pid=$!; for i in $(seq 100); do grep -qw %d " LISTENERS " && break; "
-				   "sleep 0.1; done; timeout 60 %s sockperf pp -f " FEED " -F %s -t 2 "
+				   "sleep 0.1; done; timeout 60 %s sockperf %s -t 2 "
 				   "-m 64 > " OUT " 2>&1; c=$?; kill $pid; wait $pid; [ $c = 0 ])",
-				   run, mux[i], PORT, run, mux[i]));
+				   run, sr, PORT, run, pp));
 		seen = number_after(OUT, "ReceivedMessages=");
 		rs = rs_tx_bytes() - self->rs0;
 		TH_LOG("sockperf, server on %s: %.0f round trips, %ld bytes over rdmashare",
-		       mux[i][0] == 's' ? "select" : mux[i][0] == 'p' ? "poll" : "epoll", seen, rs);
+		       !mux[i] ? "recvfrom" : mux[i][0] == 's' ? "select" :
+		       mux[i][0] == 'p' ? "poll" : "epoll", seen, rs);
 		EXPECT_LT(100, seen);
 		/* Each round trip is 64 B each way. */
 		EXPECT_LE(seen * 128, rs);

@@ -709,8 +709,9 @@ struct rdmashare_shutdown {
  *	MSG_CMSG_CLOEXEC (nothing to do); for SENDMSG MSG_NOSIGNAL (EPIPE
  *	without SIGPIPE), MSG_MORE (more follows: the bytes wait, to go with
  *	the next write's, until a write without it, a SHUTDOWN, the close or
- *	200 ms, as TCP_CORK's) and MSG_EOR (nothing to do).  Others:
- *	EOPNOTSUPP
+ *	200 ms, as TCP_CORK's).  MSG_OOB, and MSG_TRUNC and MSG_ERRQUEUE for
+ *	RECVMSG, MSG_FASTOPEN for SENDMSG: EOPNOTSUPP; others are ignored, as
+ *	TCP ignores those it has no use for
  * @resv: must be 0
  *
  * The return value is the bytes moved, as read(2) and write(2) give them,
