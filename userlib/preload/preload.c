@@ -89,9 +89,16 @@ enum rsp_kind {
 	RSP_LISTEN,	/* an epoll instance over a TCP listener and a listening file */
 };
 
+/* Options a socket was given before it became an AC file (rsp_fd.opts). */
+#define RSP_OPT_SNDBUF		0x1	/* SO_SNDBUF: rsp_fd.sndbuf */
+#define RSP_OPT_CORK		0x2	/* TCP_CORK was set, ... */
+#define RSP_OPT_CORK_ON		0x4	/* ... to this */
+
 struct rsp_fd {
 	unsigned char kind;
 	unsigned char turn;	/* RSP_LISTEN: which to try first */
+	unsigned char opts;	/* RSP_CAND, RSP_LISTEN: RSP_OPT_* */
+	int sndbuf;		/* the SO_SNDBUF value given */
 	int tcp;		/* RSP_LISTEN: the TCP listener */
 	int lfile;		/* RSP_LISTEN: the listening file */
 };
@@ -152,6 +159,8 @@ static void say(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 }
+
+static void opts_apply(int fd, const struct rsp_fd *from);
 
 static struct rsp_fd *rsp(int fd)
 {
@@ -435,6 +444,7 @@ static int rdma_connect(int fd, const struct sockaddr *sa)
 	}
 	real.close(c.file.fd);
 	set_kind(fd, RSP_ACFILE);
+	opts_apply(fd, rsp(fd));
 	return 0;
 }
 
@@ -578,6 +588,7 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 					e->turn ^= 1;
 					n = a.file.fd;
 					set_kind(n, RSP_ACFILE);
+					opts_apply(n, e);
 					if (sa && len) {
 						struct sockaddr_storage ss = { .ss_family = a.peer.family };
 						socklen_t sl = a.peer.family == AF_INET ?
@@ -635,6 +646,8 @@ RSP_EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd = real.socket(domain, type, protocol);
 
+	if (fd >= 0 && rsp(fd))
+		rsp(fd)->opts = 0;
 	if (fd >= 0 && enabled && (domain == AF_INET || domain == AF_INET6) &&
 	    (type & 0xf) == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP))
 		set_kind(fd, RSP_CAND);
@@ -788,7 +801,8 @@ static ssize_t acfile_io_old(int fd, const struct iovec *iov, int iovcnt, int fl
  * A read or a write of @iov on the AC file @fd with a socket call's @flags:
  * RDMASHARE_IOC_RECVMSG or SENDMSG, which take them as a socket does
  * (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT for this call alone, MSG_NOSIGNAL,
- * MSG_MORE; EOPNOTSUPP for the others).  A module without them (ENOTTY on
+ * MSG_MORE; EOPNOTSUPP for MSG_OOB and the like, the rest ignored as TCP
+ * ignores them).  A module without them (ENOTTY on
  * an AC file) gets acfile_io_old().
  */
 static ssize_t acfile_io(int fd, const struct iovec *iov, size_t iovcnt, int flags, bool out)
@@ -1077,15 +1091,53 @@ static int acfile_setsockopt(int fd, int level, int opt, const void *val, sockle
 	return -1;
 }
 
+/*
+ * SO_SNDBUF and TCP_CORK given to a socket that may become an AC file (or
+ * to a listener, whose accepted connections inherit them, as TCP's do):
+ * kept for opts_apply().
+ */
+static void opts_note(int fd, int level, int opt, const void *val, socklen_t len)
+{
+	struct rsp_fd *e = rsp(fd);
+	int v;
+
+	if (!e || !val || len < sizeof(int))
+		return;
+	memcpy(&v, val, sizeof(v));
+	if (level == SOL_SOCKET && opt == SO_SNDBUF) {
+		e->sndbuf = v;
+		e->opts |= RSP_OPT_SNDBUF;
+	} else if (level == IPPROTO_TCP && opt == TCP_CORK) {
+		e->opts = (e->opts & ~RSP_OPT_CORK_ON) | RSP_OPT_CORK | (v ? RSP_OPT_CORK_ON : 0);
+	}
+}
+
+/* The AC file @fd takes what was given to the socket or listener @from. */
+static void opts_apply(int fd, const struct rsp_fd *from)
+{
+	int on = !!(from->opts & RSP_OPT_CORK_ON);
+
+	if (from->opts & RSP_OPT_SNDBUF)
+		acfile_set(fd, SOL_SOCKET, &from->sndbuf, sizeof(int));
+	if (from->opts & RSP_OPT_CORK)
+		acfile_set(fd, IPPROTO_TCP, &on, sizeof(int));
+}
+
 RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
 	int k = kind(fd), ret;
 
-	if (k == RSP_LISTEN)
-		return real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
+	if (k == RSP_LISTEN) {
+		ret = real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
+		if (!ret)
+			opts_note(fd, level, opt, val, len);
+		return ret;
+	}
 	if (k == RSP_ACFILE)
 		return acfile_setsockopt(fd, level, opt, val, len);
 	ret = real.setsockopt(fd, level, opt, val, len);
+	if (!ret && k == RSP_CAND)
+		opts_note(fd, level, opt, val, len);
 	if (ret < 0 && is_acfile(fd, errno))
 		return acfile_setsockopt(fd, level, opt, val, len);
 	return ret;
