@@ -1,0 +1,326 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Two-guest test of unmodified programs under rdmashare-run, run by
+# run-vm.sh --peer after pair_smoke.sh: the peer serves, the client drives
+# (rdmashare_preload_test does the same within one guest).  Each program's
+# output is checked, and the client's counters say which transport carried
+# it: over rdmashare, the devices' tx_bytes (or rx_bytes) grew by at least
+# what moved and TCP's OutSegs (/proc/net/snmp) by next to nothing (the
+# peer checks its OutSegs too); over TCP, the other way round.
+#
+#  - nc copies a file to the peer (its sha256 compared there); socat
+#    copies one back; iperf3 -t 3 -J each way (-R);
+#    sockperf ping-pong (--tcp); redis-server with redis-cli set and get,
+#    and redis-benchmark -t set,get -P 16.  All preloaded at both ends:
+#    over rdmashare.
+#  - Fallbacks, over TCP with the file whole: a preloaded client to a plain
+#    server, a plain client to a preloaded server; then the peer unloads
+#    rdmashare (rmmod) and a preloaded client reaches its preloaded server,
+#    and its preloaded client the client's.  The peer loads the module
+#    again, and nc copies over rdmashare once more, over IPv6 (a new QP to
+#    the peer, as the pair tests after this one need).
+#
+# The guests say when to go on over a side port (plain nc, not preloaded),
+# each in turn (a message sent right after another could land in the
+# backlog of the listener that took the first): the peer "ready STEP" once
+# its server listens, the client "done STEP" once it checked its end; a
+# guest that fails says "fail ..." to the other.
+#
+# roles: client (guest a), peer (guest b)
+
+set -u
+role=$1
+top=$(cd "$(dirname "$0")/.." && pwd)
+run=$top/userlib/build/rdmashare-run
+SIZE=$((256 << 10))
+IN=/tmp/pair-preload.in
+OUT=/tmp/pair-preload.out
+LISTENERS=/sys/kernel/debug/rdmashare/listeners
+MAXSEGS=32	# TCP segments a run over rdmashare may send (the side port's)
+case $role in
+client) my_ctl=7398 their_ctl=7399 ;;
+peer) my_ctl=7399 their_ctl=7398 ;;
+*) echo "pair_preload: unknown role '$role'"; exit 2 ;;
+esac
+
+log() { echo "pair_preload ($role): $*"; }
+# say MSG SECS: one line to the other guest's side port, tried again while
+# it does not listen.
+say() {
+	local t0=$SECONDS
+	until echo "$1" | timeout 10 nc -N "$RS_PEER_IP" "$their_ctl" 2>/dev/null; do
+		[ $((SECONDS - t0)) -lt "$2" ] || return 1
+		sleep 0.2
+	done
+}
+fail() {
+	log "FAIL: $*"
+	say "fail ($role): $*" 15
+	exit 1
+}
+tell() { say "$1" 240 || fail "the other guest never took '$1'"; }
+# hear MSG: wait for the other guest's MSG; its "fail ..." ends this one.
+hear() {
+	local got
+	got=$(timeout 300 nc -l "$RS_IP" "$my_ctl" </dev/null)
+	case $got in
+	"$1") ;;
+	"fail "*) log "FAIL: the other guest failed: ${got#fail }"; exit 1 ;;
+	"") fail "nothing from the other guest in 300 s (waiting for '$1')" ;;
+	*) fail "the other guest said '$got', not '$1'" ;;
+	esac
+}
+
+# The counters: rdmashare's devices, all told, and TCP's segments sent.
+rs_sum() {
+	local f n=0
+	for f in /sys/class/misc/rdmashare/devices/*/stats/"$1"; do
+		[ -r "$f" ] && n=$((n + $(cat "$f")))
+	done
+	echo $n
+}
+out_segs() {
+	awk '/^Tcp:/ { if (!c) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i }
+		else print $c }' /proc/net/snmp
+}
+mark() { tx0=$(rs_sum tx_bytes) rx0=$(rs_sum rx_bytes) segs0=$(out_segs); }
+moved() {
+	tx=$(($(rs_sum tx_bytes) - tx0)) rx=$(($(rs_sum rx_bytes) - rx0))
+	segs=$(($(out_segs) - segs0))
+	log "$1: rdmashare sent $tx bytes and received $rx, TCP sent $segs segments"
+}
+# over_rdma NAME TX RX: since mark, rdmashare sent TX bytes at least and
+# received RX, and TCP sent next to nothing.
+over_rdma() {
+	moved "$1"
+	[ "$tx" -ge "$2" ] || fail "$1: rdmashare sent $tx bytes, fewer than the $2 that moved"
+	[ "$rx" -ge "$3" ] || fail "$1: rdmashare received $rx bytes, fewer than the $3 that moved"
+	[ "$segs" -lt $MAXSEGS ] || fail "$1: TCP sent $segs segments: not over rdmashare"
+}
+# over_tcp NAME: this guest sent the file over TCP, not over rdmashare.
+over_tcp() {
+	moved "$1"
+	[ "$tx" -lt $((SIZE / 16)) ] || fail "$1: rdmashare sent $tx bytes: not over TCP"
+	[ "$segs" -ge $((SIZE >> 16)) ] || fail "$1: TCP sent only $segs segments for the file"
+}
+# same NAME: OUT is IN.
+same() {
+	local a b
+	a=$(sha256sum <"$IN") b=$(sha256sum <"$OUT" 2>/dev/null)
+	[ "$a" = "$b" ] || fail "$1: the copy's sha256 is ${b%% *}, not ${a%% *}"
+	rm -f "$OUT"
+}
+
+# listening PORT RDMA PID: PID listens on TCP's PORT, and on rdmashare's too
+# if RDMA is 1.
+listening() {
+	local t0=$SECONDS
+	while kill -0 "$3" 2>/dev/null; do
+		ss -ltn | grep -q ":$1 " &&
+			{ [ "$2" = 0 ] || grep -q "^port $1 " $LISTENERS; } && return 0
+		[ $((SECONDS - t0)) -lt 60 ] || break
+		sleep 0.1
+	done
+	ss -ltn
+	cat $LISTENERS 2>/dev/null
+	return 1
+}
+# serve NAME PORT RDMA STOP CMD: run CMD (a server; under rdmashare-run -d,
+# which tells on standard error what it decided) in the background; once
+# it listens, tell the other guest, and wait for its "done NAME".  With STOP
+# 1 the server is stopped then, else it must end by itself, successfully.
+serve() {
+	local name=$1 port=$2 rdma=$3 stop=$4 pid
+	eval "exec $5" 2>"/tmp/$name.err" &
+	pid=$!
+	listening "$port" "$rdma" $pid || {
+		cat "/tmp/$name.err"
+		fail "$name: the server does not listen on port $port"
+	}
+	# After the message: its tries, refused until the client listens,
+	# are segments too.
+	tell "ready $name"
+	mark
+	hear "done $name"
+	[ "$stop" = 0 ] || kill $pid
+	for _ in $(seq 200); do
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 $pid 2>/dev/null && kill -9 $pid
+	wait $pid && return
+	[ "$stop" = 1 ] && return
+	cat "/tmp/$name.err"
+	fail "$name: the server failed"
+}
+# drive NAME CMD: run CMD (the client's end) once the other guest's server
+# is ready.
+drive() {
+	hear "ready $1"
+	mark
+	timeout 120 bash -c "$2" 2>"/tmp/$1.err" || {
+		tail -n 20 "/tmp/$1.err" "$OUT"
+		fail "$1: '$2' failed"
+	}
+}
+# The number after KEY in OUT, the last one.
+value() {
+	tr '\r' '\n' <"$OUT" | grep -oE "$1[0-9.]+" | tail -n1 | sed "s/^$1//"
+}
+
+[ -e /dev/rdmashare ] || fail "/dev/rdmashare missing"
+[ -x "$run" ] || fail "no $run"
+# The same file on both guests.
+python3 -c "import random, sys; random.seed(33); sys.stdout.buffer.write(random.randbytes($SIZE))" \
+	>"$IN" || fail "cannot make $IN"
+log "$(hostname) $RS_IP, file of $SIZE bytes, sha256 $(sha256sum <"$IN" | cut -c1-16)..."
+
+peer=$RS_PEER_IP
+case $role in
+peer)
+	ip=$RS_IP
+	serve nc 7320 1 0 "$run -d nc -l $ip 7320 >$OUT </dev/null"
+	same nc
+	moved nc
+	[ "$segs" -lt $MAXSEGS ] || fail "nc: TCP sent $segs segments: not over rdmashare"
+
+	serve socat 7322 1 0 "$run -d socat -u OPEN:$IN TCP-LISTEN:7322,bind=$ip,reuseaddr"
+	moved socat
+	[ "$segs" -lt $MAXSEGS ] || fail "socat: TCP sent $segs segments: not over rdmashare"
+
+	for name in iperf3 iperf3-R; do
+		port=$([ $name = iperf3 ] && echo 7323 || echo 7324)
+		serve $name "$port" 1 0 "$run -d iperf3 -s -1 -B $ip -p $port >/dev/null"
+		moved $name
+		[ "$segs" -lt $MAXSEGS ] || fail "$name: TCP sent $segs segments: not over rdmashare"
+	done
+
+	serve sockperf 7325 1 1 "$run -d sockperf sr --tcp -i $ip -p 7325 >/dev/null 2>&1"
+	moved sockperf
+	[ "$segs" -lt $MAXSEGS ] || fail "sockperf: TCP sent $segs segments: not over rdmashare"
+
+	serve redis 7326 1 1 "$run -d redis-server --port 7326 --bind $ip --save '' \
+		--appendonly no --protected-mode no --daemonize no >/dev/null"
+	moved redis
+	[ "$segs" -lt $MAXSEGS ] || fail "redis: TCP sent $segs segments: not over rdmashare"
+
+	# Fallbacks: the client checks that the file went over TCP.
+	serve plain-server 7327 0 0 "nc -l $ip 7327 >$OUT </dev/null"
+	same plain-server
+	serve plain-client 7328 1 0 "$run -d nc -l $ip 7328 >$OUT </dev/null"
+	same plain-client
+
+	# No module on this host.
+	for _ in $(seq 50); do
+		rmmod rdmashare 2>/tmp/rmmod.err && break
+		sleep 0.2
+	done
+	[ ! -e /sys/module/rdmashare ] || fail "rmmod rdmashare: $(cat /tmp/rmmod.err)"
+	log "rdmashare unloaded"
+	serve no-module-server 7329 0 0 "$run -d nc -l $ip 7329 >$OUT </dev/null"
+	same no-module-server
+	tell "go no-module-client"
+	hear "ready no-module-client"
+	timeout 120 "$run" nc "$peer" 7330 >"$OUT" </dev/null 2>/tmp/no-module-client.err || {
+		cat /tmp/no-module-client.err
+		fail "no-module-client: nc failed"
+	}
+	same no-module-client
+	tell "done no-module-client"
+	# Back, for the tests after this one.
+	# shellcheck disable=SC1091,SC2046 # the module's parameters, as guest-init.sh gives them
+	insmod "$RS_MODULE" $(. "$RS_WORK/job.env" && echo "$RS_MODULE_ARGS") ||
+		fail "insmod $RS_MODULE"
+	for _ in $(seq 50); do
+		[ -e /sys/class/misc/rdmashare/devices/rxe0 ] && break
+		sleep 0.2
+	done
+	[ -e /sys/class/misc/rdmashare/devices/rxe0 ] || fail "reloaded, rdmashare does not list rxe0"
+	log "rdmashare loaded again"
+	# Over IPv6.  A socket bound to an IPv6 address is IPv6-only (Linux
+	# makes it so), and such a listener stays on TCP: the wildcard.
+	serve reloaded 7331 1 0 "$run -d nc -l :: 7331 >$OUT </dev/null"
+	same reloaded
+	moved reloaded
+	[ "$segs" -lt $MAXSEGS ] || fail "reloaded: TCP sent $segs segments: not over rdmashare"
+	tell "finished"
+	;;
+client)
+	drive nc "$run nc -N $peer 7320 <$IN"
+	over_rdma nc $SIZE 0
+	tell "done nc"
+
+	drive socat "$run socat -u TCP:$peer:7322 OPEN:$OUT,creat,trunc"
+	over_rdma socat 0 $SIZE
+	same socat
+	tell "done socat"
+
+	for name in iperf3 iperf3-R; do
+		if [ $name = iperf3 ]; then port=7323 dir=; else port=7324 dir=-R; fi
+		drive $name "$run iperf3 -c $peer -p $port -t 3 -J $dir >$OUT"
+		# What iperf3 says it moved, all of it over rdmashare.
+		bytes=$(python3 -c "import json; d = json.load(open('$OUT'));
+assert 'error' not in d, d['error']; print(d['end']['sum_received']['bytes'])") ||
+			fail "$name: no result in its JSON"
+		[ "$bytes" -ge $((64 << 10)) ] || fail "$name: only $bytes bytes moved"
+		log "$name: $bytes bytes received"
+		if [ $name = iperf3 ]; then over_rdma $name "$bytes" 0; else over_rdma $name 0 "$bytes"; fi
+		tell "done $name"
+	done
+
+	drive sockperf "$run sockperf pp --tcp -i $peer -p 7325 -t 2 -m 64 >$OUT 2>&1"
+	n=$(value 'ReceivedMessages=')
+	log "sockperf: ${n:-no} round trips of 64 bytes"
+	[ "${n:-0}" -ge 5 ] || { cat $OUT; fail "sockperf: ${n:-no} round trips"; }
+	over_rdma sockperf $((n * 64)) $((n * 64))
+	tell "done sockperf"
+
+	hear "ready redis"
+	mark
+	cli=(timeout 60 "$run" redis-cli -h "$peer" -p 7326)
+	got=$("${cli[@]}" set pair-preload "$(hostname) to $peer" &&
+		"${cli[@]}" get pair-preload) ||
+		fail "redis: redis-cli failed"
+	[ "$got" = "OK
+$(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
+	timeout 120 "$run" redis-benchmark -h "$peer" -p 7326 -t set,get -n 500 -P 16 -q \
+		>$OUT 2>&1 || { cat $OUT; fail "redis: redis-benchmark failed"; }
+	set=$(value 'SET: ') get=$(value 'GET: ')
+	log "redis: SET ${set:-no} and GET ${get:-no} requests per second"
+	if [ -z "$set" ] || [ -z "$get" ]; then
+		cat $OUT
+		fail "redis: no SET or GET result"
+	fi
+	# 1000 requests of 20 bytes at least, their answers of 5 ("+OK\r\n").
+	over_rdma redis $((1000 * 20)) $((1000 * 5))
+	tell "done redis"
+
+	drive plain-server "$run nc -N $peer 7327 <$IN"
+	over_tcp plain-server
+	tell "done plain-server"
+	drive plain-client "nc -N $peer 7328 <$IN"
+	over_tcp plain-client
+	tell "done plain-client"
+
+	# The peer without rdmashare: its server, then its client.
+	drive no-module-server "$run nc -N $peer 7329 <$IN"
+	over_tcp no-module-server
+	tell "done no-module-server"
+	hear "go no-module-client"
+	timeout 120 "$run" nc -N -l "$RS_IP" 7330 <"$IN" 2>/tmp/no-module-client.err &
+	pid=$!
+	listening 7330 1 $pid || fail "no-module-client: the server does not listen"
+	mark
+	tell "ready no-module-client"
+	hear "done no-module-client"
+	wait $pid || { cat /tmp/no-module-client.err; fail "no-module-client: the server failed"; }
+	over_tcp no-module-client
+
+	drive reloaded "$run nc -N $RS_PEER_IP6 7331 <$IN"
+	over_rdma reloaded $SIZE 0
+	tell "done reloaded"
+	hear "finished"
+	;;
+esac
+log "ok (${SECONDS} s)"
