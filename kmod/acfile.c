@@ -804,9 +804,15 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 		if (copied < take)
 			break;
 	}
-	/* Held back (MSG_MORE, or a fault after it): not for long. */
+	/*
+	 * Held back (MSG_MORE, or a fault after it): not for long, counted
+	 * from the first byte held.  Nothing held: an older timer must not
+	 * cut the next hold short.
+	 */
 	if (af->corked)
 		queue_delayed_work(rs_wq, &af->cork, msecs_to_jiffies(RS_ACFILE_CORK_MS));
+	else
+		cancel_delayed_work(&af->cork);
 	mutex_unlock(&af->write_lock);
 out_unlocked:
 	if (done)

@@ -275,7 +275,7 @@ FIXTURE_TEARDOWN(tun)
  * doublings, up to sndbuf_max and no further; at sndbuf_max 64 KiB it
  * stays.  Every byte comes, in order.
  */
-TEST_F(tun, grows_with_stream)
+TEST_F_TIMEOUT(tun, grows_with_stream, 240)
 {
 	struct rdmashare *c;
 	int cfd, sfd;
@@ -287,11 +287,11 @@ TEST_F(tun, grows_with_stream)
 	ASSERT_LE(0, cfd);
 	ASSERT_LE(0, sfd);
 	EXPECT_EQ(65536, info(cfd).sndbuf);
-	stream_through(_metadata, cfd, sfd, 16 << 20, 256 << 10, NULL);
+	stream_through(_metadata, cfd, sfd, 8 << 20, 256 << 10, NULL);
 	EXPECT_EQ(65536, info(cfd).sndbuf);
 
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sndbuf_max", "524288"));
-	stream_through(_metadata, cfd, sfd, 32 << 20, 256 << 10, NULL);
+	stream_through(_metadata, cfd, sfd, 16 << 20, 256 << 10, NULL);
 	got = info(cfd).sndbuf;
 	EXPECT_LT(65536, got);
 	EXPECT_GE(524288, got);
@@ -328,7 +328,7 @@ static void resize_during(int fd, struct stream *w)
  * the file area has no room; it stays through a stream; and changes while
  * writes are in flight lose and reorder nothing.
  */
-TEST_F(tun, so_sndbuf)
+TEST_F_TIMEOUT(tun, so_sndbuf, 240)
 {
 	struct rdmashare *c;
 	int cfd, sfd;
@@ -342,7 +342,7 @@ TEST_F(tun, so_sndbuf)
 	EXPECT_EQ(0, file_set(cfd, RDMASHARE_FILE_SET_SNDBUF, &v, 0));
 	EXPECT_EQ(20480, v);
 	EXPECT_EQ(20480, info(cfd).sndbuf);
-	stream_through(_metadata, cfd, sfd, 8 << 20, 256 << 10, NULL);
+	stream_through(_metadata, cfd, sfd, 4 << 20, 256 << 10, NULL);
 	EXPECT_EQ(20480, info(cfd).sndbuf);
 	/* The writes of the old size went out: no change is under way. */
 	EXPECT_EQ(0, acked(cfd));
@@ -353,7 +353,7 @@ TEST_F(tun, so_sndbuf)
 	EXPECT_EQ(0, file_set(cfd, RDMASHARE_FILE_SET_SNDBUF, &v, 0));
 	EXPECT_EQ(4096, v);
 
-	stream_through(_metadata, cfd, sfd, 32 << 20, 100000, resize_during);
+	stream_through(_metadata, cfd, sfd, 16 << 20, 100000, resize_during);
 
 	close(cfd);
 	close(sfd);
