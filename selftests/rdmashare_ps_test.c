@@ -1,0 +1,1270 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libps, the parameter server (userlib/ps/), over its sockets transport:
+ * plain TCP, and under rdmashare-run, where its connections are AC files.
+ *
+ *  - wire_roundtrip: every op's header, the roster and both address
+ *    families decode to what was encoded, and only canonical bytes decode.
+ *  - wire_malformed: truncated, bad magic, version, op, flags, sender,
+ *    status, a length over the limit or not the op's, a key out of range,
+ *    an offset past the key, rosters out of range: each refused with its
+ *    errno; then 20000 random mutations of valid headers, none accepted
+ *    unless it is canonical.
+ *  - wire_server_drops: a live server closes connections that send a bad
+ *    magic, a bad op, a length over its limit, a truncated header, a key
+ *    out of range or a push before any HELLO, and still serves a whole
+ *    job after them; a worker
+ *    that sends a key outside the server's range is dropped and the server
+ *    fails with -EPROTO.
+ *  - wire_worker_rejects: a fake server 0 answering a worker's HELLO with
+ *    a roster of no servers, or a bad magic: ps_worker_create() fails with
+ *    -EPROTO; with a roster cut short by the end of the connection, with
+ *    -ECONNRESET.
+ *  - shard_covers: for S 1..7 and many key_max, big_bound, sizes: the key
+ *    ranges partition the keys, every key's server is in its range, a
+ *    key's parts cover each of its elements exactly once, and each server
+ *    finds its own part (ps_shard_find) as the worker cuts it.
+ *  - sgd_rank_order: the sync aggregator gives the bits of the sequential
+ *    rank-order computation for all 120 arrival orders of 5 workers, with
+ *    values for which an arrival-order sum differs.
+ *  - job_pull_waits: a pull for version 1 (and the push of iteration 0)
+ *    stays pending while the other worker has not pushed, then gets
+ *    version 1's values.
+ *  - job_kill_worker, job_kill_server: SIGKILL a worker (1 server, 3
+ *    workers) or server 1 (2 servers, 2 workers) while the others wait:
+ *    every other worker's wait fails with an error (not -ETIMEDOUT) well
+ *    within its timeout, and the servers' runs fail.
+ *  - job.{sync,async}_{tcp,rdmashare}_*.run: 1 server + 2 workers and 2
+ *    servers + 4 workers as processes, over TCP and under rdmashare-run
+ *    (this program again, a role named by RS_PS_ROLE): sync SGD
+ *    (pushpull of 6 keys, two of them split across the servers, iterations
+ *    with random delays so that pushes arrive in any order) whose values
+ *    every worker checks bit for bit against its own sequential
+ *    computation; async SGD with exact arithmetic, every push applied
+ *    once.  Under rdmashare-run, rdmashare's devices must have sent at
+ *    least the job's payload, and TCP next to nothing.
+ */
+#include <arpa/inet.h>
+#include <libgen.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include "common.h"
+#include "ps/ps.h"
+#include "ps/ps_int.h"
+
+#include "kselftest_harness.h"
+
+#define PORT		8600
+#define WAIT_MS		20000
+
+static const char *test_ip(void)
+{
+	return getenv("RS_IP") ?: "127.0.0.1";
+}
+
+/* ---- wire format ---- */
+
+static const struct ps_limits lim = {
+	.max_msg = 1 << 20, .key_max = 1000, .num_servers = 4, .num_workers = 8,
+};
+
+static void valid_msg(struct ps_msg *m, uint8_t op, bool resp)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = PS_MAGIC;
+	m->version = PS_WIRE_VERSION;
+	m->op = op;
+	m->flags = resp ? PS_F_RESP : PS_F_WORKER;
+	m->sender = resp ? 3 : 7;
+	m->req_id = 0xdeadbeef;
+	if (op >= PS_OP_INIT && op <= PS_OP_PUSHPULL) {
+		m->key = 999;
+		m->iter = 0x123456789abcull;
+		m->total = 100;
+		m->offset = 60;
+		if (resp ? op == PS_OP_PULL || op == PS_OP_PUSHPULL : op != PS_OP_PULL)
+			m->length = 40 * sizeof(float);
+	}
+}
+
+TEST(wire_roundtrip)
+{
+	uint8_t buf[PS_HDR_LEN], buf2[PS_HDR_LEN], rb[PS_ROSTER_LEN + 3 * PS_ADDR_LEN];
+	struct sockaddr_storage addrs[3], got[PS_MAX_NODES];
+	struct ps_roster r = {
+		.num_servers = 3, .num_workers = 5, .mode = PS_ASYNC, .rank = 4, .lr = 0.125f,
+		.big_bound = 77, .key_max = 1ull << 40, .addrs = addrs,
+	}, r2 = { .addrs = got };
+	struct sockaddr_in *s4 = (void *)&addrs[1];
+	struct sockaddr_in6 *s6 = (void *)&addrs[2];
+	struct ps_msg m, d;
+	int op, resp;
+
+	for (op = PS_OP_HELLO; op <= PS_OP_MAX; op++) {
+		for (resp = 0; resp < 2; resp++) {
+			valid_msg(&m, op, resp);
+			if (resp && op == PS_OP_PUSH)
+				m.status = -ESTALE;
+			ps_msg_encode(&m, buf);
+			ASSERT_EQ(0, ps_msg_decode(buf, sizeof(buf), &lim, &d)) {
+				TH_LOG("op %d resp %d", op, resp);
+			}
+			EXPECT_EQ(0, memcmp(&m, &d, sizeof(m)));
+			ps_msg_encode(&d, buf2);
+			EXPECT_EQ(0, memcmp(buf, buf2, sizeof(buf)));
+		}
+	}
+	/* Little-endian, field by field, whatever the host. */
+	valid_msg(&m, PS_OP_PUSH, false);
+	ps_msg_encode(&m, buf);
+	EXPECT_EQ(0, memcmp(buf, "PSW1", 4));
+	EXPECT_EQ(PS_OP_PUSH, buf[5]);
+	EXPECT_EQ(0xef, buf[12]);
+	EXPECT_EQ(0xde, buf[15]);
+	EXPECT_EQ(0xe7, buf[16]);	/* key 999 */
+	EXPECT_EQ(160, buf[40]);	/* 40 floats */
+
+	memset(addrs, 0, sizeof(addrs));
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(4242);
+	inet_pton(AF_INET, "10.1.2.3", &s4->sin_addr);
+	s6->sin6_family = AF_INET6;
+	s6->sin6_port = htons(65535);
+	inet_pton(AF_INET6, "fd00::1:2", &s6->sin6_addr);
+	ASSERT_EQ(sizeof(rb), ps_roster_len(3));
+	ps_roster_encode(&r, rb);
+	ASSERT_EQ(0, ps_roster_decode(rb, sizeof(rb), true, &r2));
+	EXPECT_EQ(3, r2.num_servers);
+	EXPECT_EQ(5, r2.num_workers);
+	EXPECT_EQ(PS_ASYNC, r2.mode);
+	EXPECT_EQ(4, r2.rank);
+	EXPECT_EQ(0.125f, r2.lr);
+	EXPECT_EQ(77, r2.big_bound);
+	EXPECT_EQ(1ull << 40, r2.key_max);
+	EXPECT_EQ(0, memcmp(&addrs[1], &got[1], sizeof(struct sockaddr_in)));
+	EXPECT_EQ(0, memcmp(&addrs[2], &got[2], sizeof(struct sockaddr_in6)));
+	/* The same roster is no server's: rank 4 of 3 servers. */
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+}
+
+/* Decode @m after @mutate changed it: the errno. */
+static int decode_with(const struct ps_msg *m, size_t len)
+{
+	uint8_t buf[PS_HDR_LEN];
+	struct ps_msg d;
+
+	ps_msg_encode(m, buf);
+	return ps_msg_decode(buf, len, &lim, &d);
+}
+
+TEST(wire_malformed)
+{
+	uint8_t buf[PS_HDR_LEN], rb[PS_ROSTER_LEN + 2 * PS_ADDR_LEN];
+	struct sockaddr_storage addrs[2] = { 0 }, got[PS_MAX_NODES];
+	struct ps_roster r = {
+		.num_servers = 2, .num_workers = 2, .rank = 1, .lr = 1, .big_bound = 1,
+		.key_max = 2, .addrs = addrs,
+	}, r2 = { .addrs = got };
+	struct sockaddr_in *s4 = (void *)&addrs[1];
+	struct ps_msg m, d;
+	unsigned int i, accepted = 0;
+
+	valid_msg(&m, PS_OP_PUSH, false);
+	ASSERT_EQ(0, decode_with(&m, PS_HDR_LEN));
+	EXPECT_EQ(-EINVAL, decode_with(&m, PS_HDR_LEN - 1));
+	EXPECT_EQ(-EINVAL, decode_with(&m, 0));
+
+#define BAD(field, value, err) do {			\
+		valid_msg(&m, PS_OP_PUSH, false);	\
+		m.field = value;			\
+		EXPECT_EQ(err, decode_with(&m, PS_HDR_LEN)) {	\
+			TH_LOG(#field " = " #value);	\
+		}					\
+	} while (0)
+	/* ps_msg_encode() writes magic and version itself: patch the bytes. */
+	valid_msg(&m, PS_OP_PUSH, false);
+	ps_msg_encode(&m, buf);
+	buf[0] ^= 1;
+	EXPECT_EQ(-EPROTO, ps_msg_decode(buf, sizeof(buf), &lim, &d));
+	buf[0] ^= 1;
+	buf[4] = PS_WIRE_VERSION + 1;
+	EXPECT_EQ(-EPROTO, ps_msg_decode(buf, sizeof(buf), &lim, &d));
+	BAD(op, 0, -EPROTO);
+	BAD(op, PS_OP_MAX + 1, -EPROTO);
+	BAD(op, 255, -EPROTO);
+	BAD(flags, PS_F_WORKER | 0x4, -EPROTO);
+	BAD(flags, 0x8000, -EPROTO);
+	BAD(sender, 8, -EPROTO);			/* 8 workers */
+	BAD(sender, UINT32_MAX, -EPROTO);		/* "any" outside a HELLO */
+	BAD(status, -5, -EPROTO);			/* a request's status */
+	BAD(length, (1 << 20) + 4, -EMSGSIZE);		/* over the limit */
+	BAD(length, UINT32_MAX, -EMSGSIZE);
+	BAD(length, 41 * sizeof(float), -EPROTO);	/* past the key's end */
+	BAD(length, 39 * sizeof(float) + 1, -EPROTO);	/* not whole floats */
+	BAD(length, 0, -EPROTO);			/* a push without values */
+	BAD(key, 1000, -EPROTO);			/* key_max 1000 */
+	BAD(key, UINT64_MAX, -EPROTO);
+	BAD(offset, 100, -EPROTO);
+	BAD(total, 0, -EPROTO);
+	BAD(total, 99, -EPROTO);			/* 60 + 40 > 99 */
+#undef BAD
+	valid_msg(&m, PS_OP_PULL, false);
+	m.length = 4;
+	EXPECT_EQ(-EPROTO, decode_with(&m, PS_HDR_LEN));	/* a pull with a payload */
+	valid_msg(&m, PS_OP_PULL, true);
+	m.status = -ENOENT;
+	EXPECT_EQ(-EPROTO, decode_with(&m, PS_HDR_LEN));	/* an error with values */
+	m.length = 0;
+	m.status = 1;
+	EXPECT_EQ(-EPROTO, decode_with(&m, PS_HDR_LEN));
+	m.status = -5000;
+	EXPECT_EQ(-EPROTO, decode_with(&m, PS_HDR_LEN));
+	valid_msg(&m, PS_OP_BARRIER, false);
+	m.key = 1;
+	EXPECT_EQ(-EPROTO, decode_with(&m, PS_HDR_LEN));	/* a key on a barrier */
+	valid_msg(&m, PS_OP_SHUTDOWN, false);
+	m.length = 4;
+	EXPECT_EQ(-EPROTO, decode_with(&m, PS_HDR_LEN));
+
+	/* Rosters: valid, then each field out of range. */
+	s4->sin_family = AF_INET;
+	s4->sin_port = htons(1);
+	ps_roster_encode(&r, rb);
+	ASSERT_EQ(0, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb) - 1, false, &r2));
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, 8, false, &r2));
+	rb[PS_ROSTER_LEN + PS_ADDR_LEN] = 5;			/* family 5 */
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	s4->sin_port = 0;
+	ps_roster_encode(&r, rb);
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	s4->sin_port = htons(1);
+	r.num_servers = 0;
+	ps_roster_encode(&r, rb);
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	r.num_servers = 2;
+	ps_roster_encode(&r, rb);
+	rb[0] = 3;						/* the length says 2 */
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	r.key_max = 1;						/* fewer keys than servers */
+	ps_roster_encode(&r, rb);
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	r.key_max = 2;
+	r.lr = NAN;
+	ps_roster_encode(&r, rb);
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+	r.lr = 1;
+	r.rank = 0;						/* a server's rank 0 */
+	ps_roster_encode(&r, rb);
+	EXPECT_EQ(-EPROTO, ps_roster_decode(rb, sizeof(rb), false, &r2));
+
+	/* Mutations: what decodes must be canonical (encodes to the same bytes). */
+	srandom(20261206);
+	for (i = 0; i < 20000; i++) {
+		uint8_t again[PS_HDR_LEN];
+		int k;
+
+		valid_msg(&m, 1 + random() % PS_OP_MAX, random() & 1);
+		ps_msg_encode(&m, buf);
+		for (k = 1 + random() % 3; k; k--)
+			buf[random() % PS_HDR_LEN] ^= 1 << (random() % 8);
+		if (ps_msg_decode(buf, random() % 8 ? PS_HDR_LEN : random() % PS_HDR_LEN,
+				  &lim, &d))
+			continue;
+		accepted++;
+		ps_msg_encode(&d, again);
+		ASSERT_EQ(0, memcmp(buf, again, PS_HDR_LEN));
+		ASSERT_GE(lim.max_msg, d.length);
+		if (d.op >= PS_OP_INIT && d.op <= PS_OP_PUSHPULL) {
+			ASSERT_GT(lim.key_max, d.key);
+			ASSERT_GT(d.total, d.offset);
+			ASSERT_GE((uint64_t)d.total - d.offset, d.length / sizeof(float));
+		}
+	}
+	TH_LOG("%u of 20000 mutations decode", accepted);
+}
+
+/* ---- sharding ---- */
+
+TEST(shard_covers)
+{
+	static const uint64_t key_maxes[] = { 1, 2, 3, 10, 64, 1000, 1ull << 33, UINT64_MAX };
+	static const uint32_t bounds[] = { 1, 5, 100, UINT32_MAX };
+	static const uint32_t totals[] = { 1, 2, 3, 5, 7, 99, 100, 101, 1000, 4097 };
+	struct ps_part parts[8], mine;
+	unsigned int ki, bi, ti, checked = 0;
+	uint32_t s, S, srv;
+	uint64_t lo, hi, prev, key, samples[6];
+	int n, i, j;
+
+	for (S = 1; S <= 7; S++) {
+		for (ki = 0; ki < ARRAY_SIZE(key_maxes); ki++) {
+			uint64_t km = key_maxes[ki];
+
+			if (km < S)
+				continue;
+			/* The ranges partition [0, key_max), none empty. */
+			prev = 0;
+			for (s = 0; s < S; s++) {
+				ps_key_range(km, S, s, &lo, &hi);
+				ASSERT_EQ(prev, lo);
+				ASSERT_LT(lo, hi);
+				prev = hi;
+			}
+			ASSERT_EQ(km, prev);
+			samples[0] = 0;
+			samples[1] = km - 1;
+			samples[2] = km / 2;
+			samples[3] = km / S;
+			samples[4] = km / S ? km / S - 1 : 0;
+			samples[5] = (km / 7) * 3;
+			for (i = 0; i < 6; i++) {
+				key = samples[i] % km;
+				srv = ps_key_server(km, S, key);
+				ps_key_range(km, S, srv, &lo, &hi);
+				ASSERT_TRUE(key >= lo && key < hi);
+				for (bi = 0; bi < ARRAY_SIZE(bounds); bi++) {
+					for (ti = 0; ti < ARRAY_SIZE(totals); ti++) {
+						uint32_t total = totals[ti], next = 0;
+
+						n = ps_shard(km, S, bounds[bi], key, total, parts);
+						ASSERT_LE(1, n);
+						ASSERT_GE((int)S, n);
+						/* Contiguous, in order, none empty, all of it. */
+						for (j = 0; j < n; j++) {
+							ASSERT_EQ(next, parts[j].offset);
+							ASSERT_LT(0, parts[j].len);
+							ASSERT_LT(parts[j].server, S);
+							if (j)
+								ASSERT_LT(parts[j - 1].server,
+									  parts[j].server);
+							next += parts[j].len;
+						}
+						ASSERT_EQ(total, next);
+						if (total <= bounds[bi] || S == 1) {
+							ASSERT_EQ(1, n);
+							ASSERT_EQ(srv, parts[0].server);
+						} else {
+							/* Split: on every server it can be. */
+							ASSERT_EQ(total < S ? (int)total : (int)S, n);
+						}
+						/* Each server finds exactly its own part. */
+						for (s = 0, j = 0; s < S; s++) {
+							bool has = ps_shard_find(km, S, bounds[bi], key,
+										 total, s, &mine);
+
+							if (j < n && parts[j].server == s) {
+								ASSERT_TRUE(has);
+								ASSERT_EQ(parts[j].offset, mine.offset);
+								ASSERT_EQ(parts[j].len, mine.len);
+								j++;
+							} else {
+								ASSERT_FALSE(has);
+							}
+						}
+						checked++;
+					}
+				}
+			}
+		}
+	}
+	TH_LOG("%u key/size/server combinations", checked);
+}
+
+/* ---- sync SGD aggregation ---- */
+
+#define AGG_W	5
+#define AGG_LEN	64
+
+/* Gradients whose sum depends on its order: magnitudes 1e-3 to 1e8. */
+static float agg_grad(int rank, int i)
+{
+	static const float mag[AGG_W] = { 1e8f, 1.0f, -1e8f, 3e-3f, 7.5f };
+
+	return mag[rank] * (1.0f + (float)((rank * 7 + i * 3) % 11) / 13.0f);
+}
+
+static bool next_perm(int *a, int n)
+{
+	int i = n - 2, j = n - 1, t;
+
+	while (i >= 0 && a[i] >= a[i + 1])
+		i--;
+	if (i < 0)
+		return false;
+	while (a[j] <= a[i])
+		j--;
+	t = a[i], a[i] = a[j], a[j] = t;
+	for (i++, j = n - 1; i < j; i++, j--)
+		t = a[i], a[i] = a[j], a[j] = t;
+	return true;
+}
+
+TEST(sgd_rank_order)
+{
+	float ref[AGG_LEN], w[AGG_LEN], arrival[AGG_LEN], sum, scale = 0.1f / AGG_W;
+	int perm[AGG_W] = { 0, 1, 2, 3, 4 }, perms = 0, order_matters = 0, r, i, k;
+	struct ps_agg agg;
+
+	/* The sequential computation: rank-order sum, one update. */
+	for (i = 0; i < AGG_LEN; i++) {
+		sum = agg_grad(0, i);
+		for (r = 1; r < AGG_W; r++)
+			sum += agg_grad(r, i);
+		ref[i] = (float)i / 3.0f - scale * sum;
+	}
+	ASSERT_EQ(0, ps_agg_init(&agg, AGG_W, AGG_LEN));
+	do {
+		for (i = 0; i < AGG_LEN; i++)
+			w[i] = (float)i / 3.0f;
+		for (k = 0; k < AGG_W; k++) {
+			float *slot = ps_agg_slot(&agg, perm[k]);
+
+			ASSERT_NE(NULL, slot);
+			for (i = 0; i < AGG_LEN; i++)
+				slot[i] = agg_grad(perm[k], i);
+			ASSERT_EQ(k == AGG_W - 1, ps_agg_mark(&agg, perm[k]));
+			/* A second push of the iteration has no slot. */
+			ASSERT_EQ(NULL, ps_agg_slot(&agg, perm[k]));
+		}
+		ps_agg_apply(&agg, w, scale);
+		ASSERT_EQ(0, memcmp(ref, w, sizeof(w))) {
+			TH_LOG("arrival order %d %d %d %d %d", perm[0], perm[1], perm[2],
+			       perm[3], perm[4]);
+		}
+		/* Would summing as they came give other bits? */
+		for (i = 0; i < AGG_LEN; i++) {
+			sum = agg_grad(perm[0], i);
+			for (k = 1; k < AGG_W; k++)
+				sum += agg_grad(perm[k], i);
+			arrival[i] = (float)i / 3.0f - scale * sum;
+		}
+		order_matters += !!memcmp(ref, arrival, sizeof(w));
+		perms++;
+	} while (next_perm(perm, AGG_W));
+	ps_agg_free(&agg);
+	EXPECT_EQ(120, perms);
+	/* The test could fail: most orders give other bits when summed as they come. */
+	EXPECT_LT(60, order_matters);
+}
+
+/* ---- jobs: servers and workers as processes ---- */
+
+/* A job's keys: sizes around big_bound, so that some are split. */
+#define JOB_KEYS	6
+#define JOB_KEY_MAX	64
+#define JOB_BIG		600
+static const uint64_t job_key[JOB_KEYS] = { 0, 9, 20, 33, 47, 63 };
+static const uint32_t job_len[JOB_KEYS] = { 1, 7, 100, 601, 1000, 3001 };
+
+struct job {
+	unsigned int S, W;
+	unsigned int port;
+	enum ps_mode mode;
+	unsigned int iters;
+	float lr;
+};
+
+static void job_config(const struct job *j, struct ps_config *cfg, int rank)
+{
+	*cfg = (struct ps_config){
+		.root_host = test_ip(), .root_port = j->port, .rank = rank,
+		.num_servers = j->S, .num_workers = j->W, .mode = j->mode, .lr = j->lr,
+		.key_max = JOB_KEY_MAX, .big_bound = JOB_BIG, .pipeline = 4,
+		.timeout_ms = WAIT_MS,
+	};
+}
+
+static float job_init(int k, uint32_t i)
+{
+	return (float)((job_key[k] * 31 + i) % 17) * 0.25f;
+}
+
+/*
+ * Worker @r's gradient of iteration @t: in sync jobs of magnitudes that
+ * make the sum's order matter; in async ones small integers, so that any
+ * order of updates gives exact results.
+ */
+static float job_grad(const struct job *j, int r, unsigned int t, int k, uint32_t i)
+{
+	static const float mag[4] = { 1.0f, 1e-3f, 37.5f, -3e4f };
+	int v = (int)((r * 7 + t * 13 + job_key[k] * 3 + i * 5) % 23) - 11;
+
+	return j->mode == PS_SYNC ? v * mag[r % 4] : (float)v;
+}
+
+static void fill_grads(const struct job *j, int r, unsigned int t, float **g)
+{
+	uint32_t i;
+	int k;
+
+	for (k = 0; k < JOB_KEYS; k++)
+		for (i = 0; i < job_len[k]; i++)
+			g[k][i] = job_grad(j, r, t, k, i);
+}
+
+/* The model after iteration @t, as one process computes it: rank order. */
+static void job_step(const struct job *j, unsigned int t, float **ref)
+{
+	float scale = j->lr / j->W, sum;
+	uint32_t i;
+	unsigned int r;
+	int k;
+
+	for (k = 0; k < JOB_KEYS; k++) {
+		for (i = 0; i < job_len[k]; i++) {
+			sum = job_grad(j, 0, t, k, i);
+			for (r = 1; r < j->W; r++)
+				sum += job_grad(j, r, t, k, i);
+			ref[k][i] -= scale * sum;
+		}
+	}
+}
+
+static float **vecs_new(void)
+{
+	float **v = calloc(JOB_KEYS, sizeof(*v));
+	int k;
+
+	for (k = 0; k < JOB_KEYS; k++)
+		v[k] = calloc(job_len[k], sizeof(float));
+	return v;
+}
+
+static uint64_t job_payload_bytes(const struct job *j)
+{
+	uint64_t n = 0;
+	int k;
+
+	for (k = 0; k < JOB_KEYS; k++)
+		n += job_len[k] * sizeof(float);
+	/* The init, then a push and a pull of every key per worker and iteration. */
+	return n + n * 2 * j->W * j->iters;
+}
+
+/* A server of the job: exits 0, or with the errno that ended it. */
+static int run_server(const struct job *j, int rank)
+{
+	struct ps_server *s;
+	struct ps_config cfg;
+	int ret;
+
+	job_config(j, &cfg, rank);
+	ret = ps_server_create(&cfg, &s);
+	if (ret) {
+		fprintf(stderr, "server %d: create: %s\n", rank, strerror(-ret));
+		return -ret;
+	}
+	ret = ps_server_run(s);
+	ps_server_destroy(s);
+	if (ret)
+		fprintf(stderr, "server %d: run: %s\n", rank, strerror(-ret));
+	return -ret;
+}
+
+/* Wait for @ids[0..n), all must succeed. */
+static int wait_all(struct ps_worker *w, const int *ids, int n)
+{
+	int i, ret, first = 0;
+
+	for (i = 0; i < n; i++) {
+		ret = ids[i] < 0 ? ids[i] : ps_wait(w, ids[i], WAIT_MS);
+		if (ret && !first)
+			first = ret;
+	}
+	return first;
+}
+
+/*
+ * A worker of the job: worker 0 creates the keys; each iteration every
+ * worker pushes its gradients and pulls the update, after a random delay
+ * so that the servers see the pushes in any order; sync values are
+ * checked bit for bit, async ones at the end.
+ */
+static int run_worker(const struct job *j, int rank)
+{
+	float **ref = vecs_new(), **g = vecs_new(), **out = vecs_new();
+	int ids[JOB_KEYS], k, ret, code = 0;
+	uint64_t ver[JOB_KEYS];
+	struct ps_worker *w;
+	struct ps_config cfg;
+	unsigned int t, r;
+	uint32_t i;
+
+	job_config(j, &cfg, rank);
+	ret = ps_worker_create(&cfg, &w);
+	if (ret) {
+		fprintf(stderr, "worker %d: create: %s\n", rank, strerror(-ret));
+		return 2;
+	}
+	for (k = 0; k < JOB_KEYS; k++)
+		for (i = 0; i < job_len[k]; i++)
+			ref[k][i] = job_init(k, i);
+	if (!rank) {
+		for (k = 0; k < JOB_KEYS; k++)
+			ids[k] = ps_init(w, job_key[k], ref[k], job_len[k]);
+		ret = wait_all(w, ids, JOB_KEYS);
+		if (ret)
+			goto fail;
+	}
+	ret = ps_barrier(w, WAIT_MS);
+	if (ret)
+		goto fail;
+	srandom(rank * 1000 + j->S);
+	for (t = 0; t < j->iters; t++) {
+		fill_grads(j, rank, t, g);
+		usleep(random() % 3000);
+		for (k = 0; k < JOB_KEYS; k++)
+			ids[k] = ps_pushpull(w, job_key[k], g[k], out[k], job_len[k], t, &ver[k]);
+		ret = wait_all(w, ids, JOB_KEYS);
+		if (ret)
+			goto fail;
+		if (j->mode != PS_SYNC)
+			continue;
+		job_step(j, t, ref);
+		for (k = 0; k < JOB_KEYS; k++) {
+			if (ver[k] != t + 1 || memcmp(ref[k], out[k], job_len[k] * sizeof(float))) {
+				fprintf(stderr, "worker %d: key %d iteration %u: version %llu, "
+					"values differ\n", rank, k, t, (unsigned long long)ver[k]);
+				code = 5;
+				goto out;
+			}
+		}
+	}
+	ret = ps_barrier(w, WAIT_MS);
+	if (ret)
+		goto fail;
+	if (j->mode == PS_ASYNC) {
+		/* Every push applied once, exactly: integers times a power of two. */
+		for (t = 0; t < j->iters; t++)
+			for (r = 0; r < j->W; r++)
+				for (k = 0; k < JOB_KEYS; k++)
+					for (i = 0; i < job_len[k]; i++)
+						ref[k][i] -= j->lr / j->W * job_grad(j, r, t, k, i);
+		for (k = 0; k < JOB_KEYS; k++)
+			ids[k] = ps_pull(w, job_key[k], out[k], job_len[k], 0, &ver[k]);
+		ret = wait_all(w, ids, JOB_KEYS);
+		if (ret)
+			goto fail;
+		for (k = 0; k < JOB_KEYS; k++) {
+			if (ver[k] != j->W * j->iters ||
+			    memcmp(ref[k], out[k], job_len[k] * sizeof(float))) {
+				fprintf(stderr, "worker %d: async key %d: version %llu, values differ\n",
+					rank, k, (unsigned long long)ver[k]);
+				code = 5;
+				goto out;
+			}
+		}
+	}
+	/* Everybody checked before anybody leaves (a shutdown ends sync iterations). */
+	ret = ps_barrier(w, WAIT_MS);
+	if (ret)
+		goto fail;
+out:
+	ret = ps_worker_destroy(w);
+	if (ret && !code) {
+		fprintf(stderr, "worker %d: shutdown: %s\n", rank, strerror(-ret));
+		code = 6;
+	}
+	return code;
+fail:
+	fprintf(stderr, "worker %d: %s\n", rank, strerror(-ret));
+	ps_worker_destroy(w);
+	return 3;
+}
+
+/* A role, as the environment names it: "s|w rank S W port mode iters". */
+#define ROLE_ENV	"RS_PS_ROLE"
+
+static int run_role(const char *spec)
+{
+	struct job j = { .lr = 0.5f };
+	unsigned int mode;
+	char kind;
+	int rank;
+
+	if (sscanf(spec, "%c %d %u %u %u %u %u", &kind, &rank, &j.S, &j.W, &j.port, &mode,
+		   &j.iters) != 7)
+		return 100;
+	j.mode = mode;
+	return kind == 's' ? run_server(&j, rank) : run_worker(&j, rank);
+}
+
+__attribute__((constructor)) static void role_main(void)
+{
+	const char *spec = getenv(ROLE_ENV);
+
+	if (spec)
+		_exit(run_role(spec));
+}
+
+static char self_exe[512], run_path[700];
+
+static void find_paths(void)
+{
+	ssize_t n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);
+	char dir[512];
+
+	if (n <= 0)
+		return;
+	self_exe[n] = 0;
+	strcpy(dir, self_exe);
+	snprintf(run_path, sizeof(run_path), "%s/../../userlib/build/rdmashare-run",
+		 dirname(dir));
+}
+
+/* Start a role: in a child as it is, or this program again under rdmashare-run. */
+static pid_t start_role(const struct job *j, char kind, int rank, bool preload)
+{
+	char spec[128];
+	pid_t pid;
+
+	snprintf(spec, sizeof(spec), "%c %d %u %u %u %u %u", kind, rank, j->S, j->W, j->port,
+		 j->mode, j->iters);
+	pid = fork();
+	if (pid)
+		return pid;
+	if (!preload)
+		_exit(run_role(spec));
+	setenv(ROLE_ENV, spec, 1);
+	execl(run_path, run_path, self_exe, (char *)NULL);
+	_exit(127);
+}
+
+/*
+ * Wait for @n children at most @secs; the ones left are killed.  Their
+ * exit statuses in @st, 200 + the signal that ended one.
+ */
+static void reap_all(pid_t *pids, int *st, int n, double secs)
+{
+	double end = rs_now() + secs;
+	int i, left = n, status;
+
+	for (i = 0; i < n; i++)
+		st[i] = -1;
+	while (left && rs_now() < end) {
+		for (i = 0; i < n; i++) {
+			if (st[i] != -1 || waitpid(pids[i], &status, WNOHANG) != pids[i])
+				continue;
+			st[i] = WIFEXITED(status) ? WEXITSTATUS(status) : 200 + WTERMSIG(status);
+			left--;
+		}
+		usleep(10000);
+	}
+	for (i = 0; i < n; i++) {
+		if (st[i] == -1) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+		}
+	}
+}
+
+/*
+ * Field @name of /proc/net/snmp's @proto (a line of names, then one of
+ * values); -1 if there is none.
+ */
+static long snmp_get(const char *proto, const char *name)
+{
+	char names[2048], vals[2048], *np, *vp, *n, *v;
+	size_t plen = strlen(proto);
+	FILE *f = fopen("/proc/net/snmp", "r");
+	long ret = -1;
+
+	if (!f)
+		return -1;
+	while (ret < 0 && fgets(names, sizeof(names), f) && fgets(vals, sizeof(vals), f)) {
+		if (strncmp(names, proto, plen) || names[plen] != ':')
+			continue;
+		n = strtok_r(names, " \n", &np);
+		v = strtok_r(vals, " \n", &vp);
+		while (n && v && strcmp(n, name)) {
+			n = strtok_r(NULL, " \n", &np);
+			v = strtok_r(NULL, " \n", &vp);
+		}
+		ret = n && v ? atol(v) : -2;
+	}
+	fclose(f);
+	return ret < 0 ? -1 : ret;
+}
+
+static long tcp_out_segs(void)
+{
+	return snmp_get("Tcp", "OutSegs");
+}
+
+FIXTURE(job) {
+};
+
+FIXTURE_VARIANT(job) {
+	unsigned int S, W;
+	enum ps_mode mode;
+	bool preload;
+	unsigned int port;
+};
+
+FIXTURE_VARIANT_ADD(job, sync_tcp_1s2w) { 1, 2, PS_SYNC, false, PORT + 10 };
+FIXTURE_VARIANT_ADD(job, sync_tcp_2s4w) { 2, 4, PS_SYNC, false, PORT + 11 };
+FIXTURE_VARIANT_ADD(job, async_tcp_2s4w) { 2, 4, PS_ASYNC, false, PORT + 12 };
+FIXTURE_VARIANT_ADD(job, sync_rdmashare_1s2w) { 1, 2, PS_SYNC, true, PORT + 13 };
+FIXTURE_VARIANT_ADD(job, sync_rdmashare_2s4w) { 2, 4, PS_SYNC, true, PORT + 14 };
+FIXTURE_VARIANT_ADD(job, async_rdmashare_2s4w) { 2, 4, PS_ASYNC, true, PORT + 15 };
+
+FIXTURE_SETUP(job)
+{
+	find_paths();
+}
+
+FIXTURE_TEARDOWN(job)
+{
+}
+
+TEST_F_TIMEOUT(job, run, 180)
+{
+	struct job j = {
+		.S = variant->S, .W = variant->W, .port = variant->port, .mode = variant->mode,
+		.iters = 6, .lr = 0.5f,
+	};
+	pid_t pids[16];
+	int st[16], n = 0, i;
+	long rs0 = 0, tcp0, rs, tcp;
+	bool module = rs_path_exists("/dev/rdmashare"), ok = true;
+	double t0;
+
+	if (variant->preload)
+		ASSERT_EQ(0, access(run_path, X_OK));
+	if (variant->preload && module)
+		rs0 = rs_devices_sum("stats/tx_bytes");
+	tcp0 = tcp_out_segs();
+	t0 = rs_now();
+	for (i = 0; i < (int)j.S; i++)
+		pids[n++] = start_role(&j, 's', i, variant->preload);
+	for (i = 0; i < (int)j.W; i++)
+		pids[n++] = start_role(&j, 'w', i, variant->preload);
+	reap_all(pids, st, n, 150);
+	for (i = 0; i < n; i++) {
+		if (st[i])
+			TH_LOG("%s %d exited %d", i < (int)j.S ? "server" : "worker",
+			       i < (int)j.S ? i : i - (int)j.S, st[i]);
+		ok &= !st[i];
+	}
+	ASSERT_TRUE(ok);
+	TH_LOG("%.2f s, %llu payload bytes", rs_now() - t0,
+	       (unsigned long long)job_payload_bytes(&j));
+	if (!variant->preload)
+		return;
+	if (!module)
+		SKIP(return, "no /dev/rdmashare: the preloaded job ran over TCP");
+	rs = rs_devices_sum("stats/tx_bytes") - rs0;
+	tcp = tcp_out_segs() - tcp0;
+	TH_LOG("%ld bytes over rdmashare, %ld TCP segments", rs, tcp);
+	EXPECT_LE((long)job_payload_bytes(&j), rs);
+	/* Over TCP each request and answer would be a segment at least. */
+	EXPECT_GT(32, tcp);
+}
+
+/* ---- one key, parties run by hand ---- */
+
+#define K_KEY	47
+#define K_LEN	1000	/* over JOB_BIG: split between two servers */
+
+static float k_grad(int rank, uint32_t i)
+{
+	return (float)((int)((rank * 5 + i * 3) % 19) - 9) * (rank ? 1e-3f : 3.0f);
+}
+
+/* A child running @fn(@j, @arg), without exec. */
+static pid_t fork_fn(int (*fn)(const struct job *j, int arg), const struct job *j, int arg)
+{
+	pid_t pid = fork();
+
+	if (!pid)
+		_exit(fn(j, arg));
+	return pid;
+}
+
+/* A worker of @j with @rank, past the first barrier; NULL on failure. */
+static struct ps_worker *k_worker(const struct job *j, int rank, bool init)
+{
+	float vals[K_LEN];
+	struct ps_worker *w;
+	struct ps_config cfg;
+	uint32_t i;
+
+	job_config(j, &cfg, rank);
+	if (ps_worker_create(&cfg, &w))
+		return NULL;
+	for (i = 0; i < K_LEN; i++)
+		vals[i] = (float)i / 8;
+	if ((init && ps_wait(w, ps_init(w, K_KEY, vals, K_LEN), WAIT_MS)) ||
+	    ps_barrier(w, WAIT_MS)) {
+		ps_worker_destroy(w);
+		return NULL;
+	}
+	return w;
+}
+
+/* Worker 1 of pull_waits: pushes iteration 0 once the parent writes to @fd. */
+static int gated_pusher(const struct job *j, int fd)
+{
+	struct ps_worker *w = k_worker(j, 1, false);
+	float g[K_LEN];
+	uint32_t i;
+	char c;
+
+	if (!w)
+		return 2;
+	for (i = 0; i < K_LEN; i++)
+		g[i] = k_grad(1, i);
+	if (read(fd, &c, 1) != 1 || ps_wait(w, ps_push(w, K_KEY, g, K_LEN, 0), WAIT_MS) ||
+	    ps_barrier(w, WAIT_MS))
+		return 3;
+	return ps_worker_destroy(w) ? 4 : 0;
+}
+
+TEST(job_pull_waits)
+{
+	struct job j = { .S = 1, .W = 2, .port = PORT + 20, .mode = PS_SYNC, .lr = 0.5f };
+	float g[K_LEN], out[K_LEN], ref[K_LEN], v0[K_LEN];
+	int gate[2], st[2], push, pull, now;
+	struct ps_worker *w;
+	uint64_t ver = 99;
+	pid_t pids[2];
+	uint32_t i;
+
+	ASSERT_EQ(0, pipe(gate));
+	pids[0] = start_role(&j, 's', 0, false);
+	pids[1] = fork_fn(gated_pusher, &j, gate[0]);
+	w = k_worker(&j, 0, true);
+	ASSERT_NE(NULL, w);
+	/* Version 0 is there: a pull for it answers at once. */
+	now = ps_pull(w, K_KEY, v0, K_LEN, 0, &ver);
+	ASSERT_EQ(0, ps_wait(w, now, WAIT_MS));
+	EXPECT_EQ(0, ver);
+	for (i = 0; i < K_LEN; i++) {
+		g[i] = k_grad(0, i);
+		ref[i] = v0[i] - j.lr / j.W * (g[i] + k_grad(1, i));
+	}
+	push = ps_push(w, K_KEY, g, K_LEN, 0);
+	pull = ps_pull(w, K_KEY, out, K_LEN, 1, &ver);
+	ASSERT_LT(0, push);
+	ASSERT_LT(0, pull);
+	/* Worker 1 has not pushed: neither the pull of version 1 nor the push answers. */
+	EXPECT_EQ(-ETIMEDOUT, ps_wait(w, pull, 500));
+	EXPECT_EQ(-ETIMEDOUT, ps_wait(w, push, 100));
+	ASSERT_EQ(1, write(gate[1], "g", 1));
+	ASSERT_EQ(0, ps_wait(w, pull, WAIT_MS));
+	EXPECT_EQ(1, ver);
+	EXPECT_EQ(0, memcmp(ref, out, sizeof(out)));
+	EXPECT_EQ(0, ps_wait(w, push, WAIT_MS));
+	/* Gone once waited for. */
+	EXPECT_EQ(-ENOENT, ps_wait(w, push, 0));
+	EXPECT_EQ(0, ps_barrier(w, WAIT_MS));
+	EXPECT_EQ(0, ps_worker_destroy(w));
+	reap_all(pids, st, 2, 30);
+	EXPECT_EQ(0, st[0]);
+	EXPECT_EQ(0, st[1]);
+}
+
+/* Worker 1 of kill_worker: tells @fd it is in, then waits to be killed. */
+static int victim(const struct job *j, int fd)
+{
+	struct ps_worker *w = k_worker(j, 1, false);
+
+	if (!w || write(fd, "r", 1) != 1)
+		return 2;
+	for (;;)
+		pause();
+}
+
+/*
+ * Wait for @id with a 5 s timeout: 0 if it failed with an error other
+ * than -ETIMEDOUT within 4 s, as a lost node must make it.
+ */
+static int fails_fast(struct ps_worker *w, int id, int *err)
+{
+	double t0 = rs_now();
+	int ret = ps_wait(w, id, 5000);
+
+	if (err)
+		*err = ret;
+	if (!ret)
+		return 10;
+	if (ret == -ETIMEDOUT)
+		return 11;
+	return rs_now() - t0 < 4 ? 0 : 12;
+}
+
+/* A worker whose push of iteration 0 must fail once another node is lost. */
+static int failing_pusher(const struct job *j, int rank)
+{
+	struct ps_worker *w = k_worker(j, rank, false);
+	float g[K_LEN] = { 0 };
+	int ret;
+
+	if (!w)
+		return 2;
+	ret = fails_fast(w, ps_push(w, K_KEY, g, K_LEN, 0), NULL);
+	ps_worker_destroy(w);
+	return ret;
+}
+
+/* A worker whose pull of version 1 must fail once another node is lost. */
+static int failing_puller(const struct job *j, int rank)
+{
+	struct ps_worker *w = k_worker(j, rank, false);
+	float out[K_LEN];
+	int ret;
+
+	if (!w)
+		return 2;
+	ret = fails_fast(w, ps_pull(w, K_KEY, out, K_LEN, 1, NULL), NULL);
+	ps_worker_destroy(w);
+	return ret;
+}
+
+TEST(job_kill_worker)
+{
+	struct job j = { .S = 1, .W = 3, .port = PORT + 21, .mode = PS_SYNC, .lr = 0.5f };
+	int ready[2], st[3], err = 0;
+	float g[K_LEN] = { 0 };
+	struct ps_worker *w;
+	pid_t pids[3];
+	char c;
+
+	ASSERT_EQ(0, pipe(ready));
+	pids[0] = start_role(&j, 's', 0, false);
+	pids[1] = fork_fn(victim, &j, ready[1]);
+	pids[2] = fork_fn(failing_pusher, &j, 2);
+	w = k_worker(&j, 0, true);
+	ASSERT_NE(NULL, w);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	usleep(100000);
+	ASSERT_EQ(0, kill(pids[1], SIGKILL));
+	/* The iteration waits for worker 1, which is gone. */
+	EXPECT_EQ(0, fails_fast(w, ps_push(w, K_KEY, g, K_LEN, 0), &err));
+	TH_LOG("worker 0's push: %s", strerror(-err));
+	/* Everything after fails at once with the same error. */
+	EXPECT_EQ(err, ps_barrier(w, 1000));
+	EXPECT_EQ(err, ps_worker_destroy(w));
+	reap_all(pids, st, 3, 30);
+	EXPECT_EQ(ECONNRESET, st[0]);
+	EXPECT_EQ(200 + SIGKILL, st[1]);
+	EXPECT_EQ(0, st[2]);
+}
+
+TEST(job_kill_server)
+{
+	struct job j = { .S = 2, .W = 2, .port = PORT + 22, .mode = PS_SYNC, .lr = 0.5f };
+	struct ps_worker *w;
+	float out[K_LEN];
+	int st[3], err = 0, id;
+	pid_t pids[3];
+
+	pids[0] = start_role(&j, 's', 0, false);
+	pids[1] = start_role(&j, 's', 1, false);
+	pids[2] = fork_fn(failing_puller, &j, 1);
+	w = k_worker(&j, 0, true);
+	ASSERT_NE(NULL, w);
+	/* A pull of the split key that waits on both servers. */
+	id = ps_pull(w, K_KEY, out, K_LEN, 1, NULL);
+	ASSERT_LT(0, id);
+	usleep(100000);
+	ASSERT_EQ(0, kill(pids[1], SIGKILL));
+	EXPECT_EQ(0, fails_fast(w, id, &err));
+	TH_LOG("worker 0's pull: %s", strerror(-err));
+	EXPECT_EQ(err, ps_worker_destroy(w));
+	reap_all(pids, st, 3, 30);
+	EXPECT_EQ(ECONNRESET, st[0]);
+	EXPECT_EQ(200 + SIGKILL, st[1]);
+	EXPECT_EQ(0, st[2]);
+}
+
+/* ---- malformed messages to live nodes ---- */
+
+/* A TCP connection to the test address's @port, retried while nobody listens. */
+static int raw_connect(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	double end = rs_now() + 10;
+	int fd;
+
+	inet_pton(AF_INET, test_ip(), &sin.sin_addr);
+	do {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || !connect(fd, (struct sockaddr *)&sin, sizeof(sin)))
+			return fd;
+		close(fd);
+		usleep(20000);
+	} while (rs_now() < end);
+	return -1;
+}
+
+/* Whether the peer closes @fd within 5 s (what it sends before is read and dropped). */
+static bool peer_closes(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char buf[256];
+	ssize_t n;
+
+	while (poll(&p, 1, 5000) == 1) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n <= 0)
+			return true;
+	}
+	return false;
+}
+
+static int send_hdr(int fd, const struct ps_msg *m, size_t len, int patch_at, uint8_t patch)
+{
+	uint8_t buf[PS_HDR_LEN];
+
+	ps_msg_encode(m, buf);
+	if (patch_at >= 0)
+		buf[patch_at] = patch;
+	return send(fd, buf, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/* A request header of @op from worker @rank, as a worker would send it. */
+static void req_hdr(struct ps_msg *m, uint8_t op, uint32_t rank, uint64_t key)
+{
+	memset(m, 0, sizeof(*m));
+	m->op = op;
+	m->flags = PS_F_WORKER;
+	m->sender = rank;
+	m->req_id = 1;
+	if (op >= PS_OP_INIT && op <= PS_OP_PUSHPULL) {
+		m->key = key;
+		m->total = 4;
+		m->length = op == PS_OP_PULL ? 0 : 16;
+	}
+}
+
+TEST(wire_server_drops)
+{
+	struct job j = { .S = 1, .W = 1, .port = PORT + 23, .mode = PS_SYNC, .lr = 0.5f,
+			 .iters = 2 };
+	uint8_t roster[PS_HDR_LEN + PS_ROSTER_LEN + PS_ADDR_LEN];
+	struct ps_msg m;
+	int fd, st[2], c;
+	pid_t pids[2];
+
+	pids[0] = start_role(&j, 's', 0, false);
+	for (c = 0; c < 6; c++) {
+		fd = raw_connect(j.port);
+		ASSERT_LE(0, fd);
+		req_hdr(&m, PS_OP_PUSH, 0, 3);
+		switch (c) {
+		case 0:		/* bad magic */
+			ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, 0, 'X'));
+			break;
+		case 1:		/* bad op */
+			ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, 5, 99));
+			break;
+		case 2:		/* a length over the limit (64 MiB) */
+			m.op = PS_OP_HELLO;
+			m.key = m.total = 0;
+			m.length = (64 << 20) + 4;
+			ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, -1, 0));
+			break;
+		case 3:		/* a truncated header, then the end */
+			ASSERT_EQ(0, send_hdr(fd, &m, 20, -1, 0));
+			shutdown(fd, SHUT_WR);
+			break;
+		case 4:		/* a key out of range (key_max 64) */
+			m.key = JOB_KEY_MAX;
+			ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, -1, 0));
+			break;
+		case 5:		/* a valid push from nobody registered */
+			ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, -1, 0));
+			ASSERT_EQ(16, send(fd, "0123456789abcdef", 16, MSG_NOSIGNAL));
+			break;
+		}
+		EXPECT_TRUE(peer_closes(fd)) {
+			TH_LOG("case %d: the server kept the connection", c);
+		}
+		close(fd);
+	}
+	/* The server still serves a whole job. */
+	pids[1] = start_role(&j, 'w', 0, false);
+	reap_all(pids, st, 2, 60);
+	EXPECT_EQ(0, st[0]);
+	EXPECT_EQ(0, st[1]);
+
+	/* A registered worker that sends a key out of range fails the job. */
+	j.port++;
+	pids[0] = start_role(&j, 's', 0, false);
+	fd = raw_connect(j.port);
+	ASSERT_LE(0, fd);
+	req_hdr(&m, PS_OP_HELLO, 0, 0);
+	ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, -1, 0));
+	ASSERT_EQ(sizeof(roster), recv(fd, roster, sizeof(roster), MSG_WAITALL));
+	req_hdr(&m, PS_OP_PULL, 0, UINT64_MAX);
+	ASSERT_EQ(0, send_hdr(fd, &m, PS_HDR_LEN, -1, 0));
+	EXPECT_TRUE(peer_closes(fd));
+	close(fd);
+	reap_all(pids, st, 1, 30);
+	EXPECT_EQ(EPROTO, st[0]);
+}
+
+/* A worker of @j: the errno ps_worker_create() fails with, or 0. */
+static int create_errno(const struct job *j, int rank)
+{
+	struct ps_worker *w;
+	struct ps_config cfg;
+	int ret;
+
+	job_config(j, &cfg, rank);
+	ret = ps_worker_create(&cfg, &w);
+	if (!ret)
+		ps_worker_destroy(w);
+	return -ret;
+}
+
+TEST(wire_worker_rejects)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PORT + 25) };
+	struct job j = { .S = 1, .W = 1, .port = PORT + 25, .lr = 0.5f };
+	uint8_t in[PS_HDR_LEN], out[PS_HDR_LEN + PS_ROSTER_LEN + PS_ADDR_LEN] = { 0 };
+	struct ps_msg m, hello;
+	int l, fd, c, on = 1;
+	pid_t pid;
+
+	inet_pton(AF_INET, test_ip(), &sin.sin_addr);
+	l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, l);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	ASSERT_EQ(0, bind(l, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, listen(l, 4));
+	for (c = 0; c < 3; c++) {
+		pid = fork_fn(create_errno, &j, 0);
+		fd = accept(l, NULL, NULL);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(PS_HDR_LEN, recv(fd, in, PS_HDR_LEN, MSG_WAITALL));
+		ASSERT_EQ(0, ps_msg_decode(in, PS_HDR_LEN, &lim, &hello));
+		memset(&m, 0, sizeof(m));
+		m.op = PS_OP_HELLO;
+		m.flags = PS_F_RESP;
+		m.req_id = hello.req_id;
+		m.length = PS_ROSTER_LEN + PS_ADDR_LEN * (c == 2 ? 2 : 1);
+		ps_msg_encode(&m, out);
+		/*
+		 * 0: a roster of no servers; 1: a bad magic; 2: short of its
+		 * length, then the end: a lost connection.
+		 */
+		if (c == 1)
+			out[1] ^= 0x40;
+		ASSERT_EQ(sizeof(out), send(fd, out, sizeof(out), MSG_NOSIGNAL));
+		if (c == 2)
+			shutdown(fd, SHUT_WR);
+		EXPECT_EQ(c == 2 ? ECONNRESET : EPROTO, rs_wait_child(pid)) {
+			TH_LOG("case %d", c);
+		}
+		close(fd);
+	}
+	close(l);
+}
+
+TEST_HARNESS_MAIN
