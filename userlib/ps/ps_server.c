@@ -468,11 +468,9 @@ static int srv_on_msg(struct ps_node *n, struct ps_conn *c, const struct ps_msg 
 			s->nshut_servers++;
 		} else {
 			s->nshut_workers++;
-			if (s->mode == PS_SYNC) {
-				ret = srv_worker_gone(s);
-				if (ret)
-					return ret;
-			}
+			ret = srv_worker_gone(s);
+			if (ret)
+				return ret;
 		}
 		return srv_answer(s, c, m, NULL, 0);
 	case PS_OP_BARRIER:
