@@ -43,6 +43,11 @@
  *    computation; async SGD with exact arithmetic, every push applied
  *    once.  Under rdmashare-run, rdmashare's devices must have sent at
  *    least the job's payload, and TCP next to nothing.
+ *  - train.tiny: ps-train, an MLP (784-16-10) on 1200 Fashion-MNIST
+ *    samples for one epoch, 2 servers (the first layer split) and 2
+ *    workers: the test loss falls, accuracy passes 0.4, and the final
+ *    weights' FNV-1a hash is the same over TCP and under rdmashare-run,
+ *    where rdmashare carried worker 0's traffic at least.
  */
 #include <arpa/inet.h>
 #include <libgen.h>
@@ -1265,6 +1270,87 @@ TEST(wire_worker_rejects)
 		close(fd);
 	}
 	close(l);
+}
+
+/* ---- ps-train: Fashion-MNIST, data-parallel ---- */
+
+#define FMNIST	"/usr/share/datasets/fashion-mnist"
+
+struct train_out {
+	double loss0, loss1, acc1;
+	unsigned long long bytes;
+	char hash[32];
+};
+
+/* Run ps-train (under rdmashare-run if @preload) and read worker 0's report; 0 if whole. */
+static int run_train(unsigned int port, bool preload, struct train_out *o)
+{
+	char cmd[2048], line[512], exe[600];
+	int got = 0;
+	FILE *f;
+
+	snprintf(exe, sizeof(exe), "%s/../../userlib/build/ps-train", dirname(strdupa(self_exe)));
+	snprintf(cmd, sizeof(cmd), "%s %s --local -H %s -p %u -S 2 -W 2 --model mlp --hidden 16 "
+		 "--train 1200 --test 500 --epochs 1 --batch 20 --lr 0.1 --seed 7 "
+		 "--big-bound 4096 --timeout 60000", preload ? run_path : "", exe, test_ip(),
+		 port);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	memset(o, 0, sizeof(*o));
+	while (fgets(line, sizeof(line), f)) {
+		fputs(line, stderr);
+		if (sscanf(line, "epoch 0: test_loss %lf", &o->loss0) == 1)
+			got |= 1;
+		else if (sscanf(line, "epoch 1: train_loss %*f test_loss %lf test_acc %lf "
+				"compute %*f s comm %*f s bytes %llu", &o->loss1, &o->acc1,
+				&o->bytes) == 3)
+			got |= 2;
+		else if (sscanf(line, "weights fnv1a64 %31s", o->hash) == 1)
+			got |= 4;
+	}
+	return pclose(f) || got != 7 ? -1 : 0;
+}
+
+FIXTURE(train) {
+};
+
+FIXTURE_SETUP(train)
+{
+	find_paths();
+}
+
+FIXTURE_TEARDOWN(train)
+{
+}
+
+/*
+ * An MLP on 1200 samples for an epoch, 2 servers (its first layer split
+ * between them) and 2 workers: the test loss falls, and the final
+ * weights' hash is the same over TCP and under rdmashare-run.
+ */
+TEST_F_TIMEOUT(train, tiny, 300)
+{
+	bool module = rs_path_exists("/dev/rdmashare");
+	struct train_out tcp, rs;
+	long rs0 = 0, moved;
+
+	if (access(FMNIST "/train-images-idx3-ubyte.gz", R_OK))
+		SKIP(return, "no Fashion-MNIST (dataset-fashion-mnist)");
+	ASSERT_EQ(0, run_train(PORT + 30, false, &tcp));
+	ASSERT_GT(tcp.loss0, tcp.loss1);
+	ASSERT_LT(0.4, tcp.acc1);
+	if (module)
+		rs0 = rs_devices_sum("stats/tx_bytes");
+	ASSERT_EQ(0, run_train(PORT + 31, true, &rs));
+	ASSERT_STREQ(tcp.hash, rs.hash);
+	ASSERT_EQ(tcp.loss1, rs.loss1);
+	if (!module)
+		SKIP(return, "no /dev/rdmashare: the preloaded run was over TCP");
+	moved = rs_devices_sum("stats/tx_bytes") - rs0;
+	TH_LOG("%ld bytes over rdmashare, worker 0 moved %llu", moved, rs.bytes);
+	/* Worker 0's own traffic alone is that much. */
+	EXPECT_LE((long)rs.bytes, moved);
 }
 
 TEST_HARNESS_MAIN

@@ -31,6 +31,9 @@ PKGS=(
 	netcat-openbsd socat iperf3 sockperf redis-server redis-tools
 	# and Open MPI: mpirun, and mpicc for the test's rs_mpi
 	openmpi-bin libopenmpi-dev
+	# the parameter server's training on Fashion-MNIST (ps-train,
+	# rdmashare_ps_test)
+	dataset-fashion-mnist
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
 	# the install stage: udev applies the installed rule in the guests
