@@ -489,14 +489,15 @@ static float job_init(int k, uint32_t i)
 }
 
 /*
- * Worker @r's gradient of iteration @t: in sync jobs of magnitudes that
- * make the sum's order matter; in async ones small integers, so that any
+ * Worker @r's gradient of iteration @t.  In sync jobs ranks 0 and 2 cancel
+ * and rank 1's is lost beside them, so that a sum in another order than
+ * the ranks' gives other bits; in async ones small integers, so that any
  * order of updates gives exact results.
  */
 static float job_grad(const struct job *j, int r, unsigned int t, int k, uint32_t i)
 {
-	static const float mag[4] = { 1.0f, 1e-3f, 37.5f, -3e4f };
-	int v = (int)((r * 7 + t * 13 + job_key[k] * 3 + i * 5) % 23) - 11;
+	static const float mag[4] = { 1e8f, 1.0f, -1e8f, 3e-3f };
+	int v = (int)(((r & 1) * 7 + t * 13 + job_key[k] * 3 + i * 5) % 23) - 11;
 
 	return j->mode == PS_SYNC ? v * mag[r % 4] : (float)v;
 }
