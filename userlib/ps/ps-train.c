@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -385,7 +386,7 @@ static int train(const struct opts *o, struct ps_worker *w, struct model *m,
 		goto out;
 	ret = -EINVAL;
 	if (!steps) {
-		fprintf(stderr, "ps-train: fewer samples per worker than a batch\n");
+		fprintf(stderr, "ps-train: a worker has fewer samples than a batch\n");
 		goto out;
 	}
 	if (!rank) {
@@ -528,7 +529,7 @@ static int run_local(const struct opts *o)
 	return ret;
 }
 
-static void usage(void)
+static void __attribute__((noreturn)) usage(void)
 {
 	fprintf(stderr,
 		"usage: ps-train (--local | --server RANK | --worker RANK) [-H HOST] [-p PORT]\n"
@@ -536,6 +537,19 @@ static void usage(void)
 		"       [--epochs E] [--batch B] [--lr LR] [--seed N] [--train N] [--test N]\n"
 		"       [--data DIR] [--big-bound N] [--pipeline N] [--timeout MS]\n");
 	exit(2);
+}
+
+/* @s as a whole number up to @max, or the usage. */
+static unsigned long num(const char *s, unsigned long max)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		usage();
+	return v;
 }
 
 int main(int argc, char **argv)
@@ -562,34 +576,71 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "H:p:S:W:", lo, NULL)) != -1) {
 		switch (c) {
-		case 'l': o.local = 1; break;
-		case 's': o.server = atoi(optarg); break;
-		case 'w': o.worker = atoi(optarg); break;
-		case 'H': o.host = optarg; break;
-		case 'p': o.port = atoi(optarg); break;
-		case 'S': o.S = atoi(optarg); break;
-		case 'W': o.W = atoi(optarg); break;
+		case 'l':
+			o.local = 1;
+			break;
+		case 's':
+			o.server = num(optarg, 4095);
+			break;
+		case 'w':
+			o.worker = num(optarg, 4095);
+			break;
+		case 'H':
+			o.host = optarg;
+			break;
+		case 'p':
+			o.port = num(optarg, 65535);
+			break;
+		case 'S':
+			o.S = num(optarg, 4096);
+			break;
+		case 'W':
+			o.W = num(optarg, 4096);
+			break;
 		case 'm':
 			if (strcmp(optarg, "mlp") && strcmp(optarg, "softmax"))
 				usage();
 			o.mlp = !strcmp(optarg, "mlp");
 			break;
-		case 'h': o.hidden = atoi(optarg); break;
-		case 'e': o.epochs = atoi(optarg); break;
-		case 'b': o.batch = atoi(optarg); break;
-		case 'r': o.lr = strtof(optarg, NULL); break;
-		case 'x': o.seed = strtoull(optarg, NULL, 0); break;
-		case 't': o.ntrain = atoi(optarg); break;
-		case 'T': o.ntest = atoi(optarg); break;
-		case 'd': o.data = optarg; break;
-		case 'B': o.big_bound = atoi(optarg); break;
-		case 'P': o.pipeline = atoi(optarg); break;
-		case 'o': o.timeout_ms = atoi(optarg); break;
-		default: usage();
+		case 'h':
+			o.hidden = num(optarg, 1 << 16);
+			break;
+		case 'e':
+			o.epochs = num(optarg, 1 << 20);
+			break;
+		case 'b':
+			o.batch = num(optarg, 1 << 20);
+			break;
+		case 'r':
+			o.lr = strtof(optarg, NULL);
+			break;
+		case 'x':
+			o.seed = num(optarg, ULONG_MAX);
+			break;
+		case 't':
+			o.ntrain = num(optarg, 1 << 30);
+			break;
+		case 'T':
+			o.ntest = num(optarg, 1 << 30);
+			break;
+		case 'd':
+			o.data = optarg;
+			break;
+		case 'B':
+			o.big_bound = num(optarg, UINT32_MAX);
+			break;
+		case 'P':
+			o.pipeline = num(optarg, 1 << 16);
+			break;
+		case 'o':
+			o.timeout_ms = num(optarg, INT_MAX);
+			break;
+		default:
+			usage();
 		}
 	}
 	if (optind != argc || o.local + (o.server >= 0) + (o.worker >= 0) != 1 || !o.port ||
-	    o.port > 65535 || !o.S || !o.W || o.S > 4096 || o.W > 4096 || !o.batch ||
+	    !o.S || !o.W || !o.batch ||
 	    (o.mlp && !o.hidden) || !isfinite(o.lr))
 		usage();
 	if (!o.mlp)
