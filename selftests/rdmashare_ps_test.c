@@ -62,7 +62,7 @@
 
 #include "kselftest_harness.h"
 
-#define PORT		8600
+#define PORT		8800
 #define WAIT_MS		20000
 
 static const char *test_ip(void)
@@ -294,86 +294,99 @@ TEST(wire_malformed)
 
 /* ---- sharding ---- */
 
+/*
+ * Key @key of @total elements: its parts cover every element once, in
+ * order, none empty, and each server finds exactly its own.
+ */
+static void check_parts(struct __test_metadata *_metadata, uint64_t km, uint32_t S,
+			uint32_t bound, uint64_t key, uint32_t total)
+{
+	struct ps_part parts[8], mine;
+	uint32_t s, next = 0;
+	int n, j;
+
+	n = ps_shard(km, S, bound, key, total, parts);
+	ASSERT_LE(1, n);
+	ASSERT_GE((int)S, n);
+	for (j = 0; j < n; j++) {
+		ASSERT_EQ(next, parts[j].offset);
+		ASSERT_LT(0, parts[j].len);
+		ASSERT_LT(parts[j].server, S);
+		if (j)
+			ASSERT_LT(parts[j - 1].server, parts[j].server);
+		next += parts[j].len;
+	}
+	ASSERT_EQ(total, next);
+	if (total <= bound || S == 1) {
+		ASSERT_EQ(1, n);
+		ASSERT_EQ(ps_key_server(km, S, key), parts[0].server);
+	} else {
+		/* Split: on every server it can be. */
+		ASSERT_EQ(total < S ? (int)total : (int)S, n);
+	}
+	for (s = 0, j = 0; s < S; s++) {
+		bool has = ps_shard_find(km, S, bound, key, total, s, &mine);
+
+		if (j < n && parts[j].server == s) {
+			ASSERT_TRUE(has);
+			ASSERT_EQ(parts[j].offset, mine.offset);
+			ASSERT_EQ(parts[j].len, mine.len);
+			j++;
+		} else {
+			ASSERT_FALSE(has);
+		}
+	}
+}
+
+/* The S ranges of @km partition it, none empty, and keys map into their own. */
+static void check_ranges(struct __test_metadata *_metadata, uint64_t km, uint32_t S,
+			 const uint64_t *keys, int nkeys)
+{
+	uint64_t lo, hi, prev = 0;
+	uint32_t s;
+	int i;
+
+	for (s = 0; s < S; s++) {
+		ps_key_range(km, S, s, &lo, &hi);
+		ASSERT_EQ(prev, lo);
+		ASSERT_LT(lo, hi);
+		prev = hi;
+	}
+	ASSERT_EQ(km, prev);
+	for (i = 0; i < nkeys; i++) {
+		ps_key_range(km, S, ps_key_server(km, S, keys[i]), &lo, &hi);
+		ASSERT_TRUE(keys[i] >= lo && keys[i] < hi);
+	}
+}
+
 TEST(shard_covers)
 {
 	static const uint64_t key_maxes[] = { 1, 2, 3, 10, 64, 1000, 1ull << 33, UINT64_MAX };
 	static const uint32_t bounds[] = { 1, 5, 100, UINT32_MAX };
 	static const uint32_t totals[] = { 1, 2, 3, 5, 7, 99, 100, 101, 1000, 4097 };
-	struct ps_part parts[8], mine;
 	unsigned int ki, bi, ti, checked = 0;
-	uint32_t s, S, srv;
-	uint64_t lo, hi, prev, key, samples[6];
-	int n, i, j;
+	uint64_t km, keys[6];
+	uint32_t S;
+	int i;
 
 	for (S = 1; S <= 7; S++) {
 		for (ki = 0; ki < ARRAY_SIZE(key_maxes); ki++) {
-			uint64_t km = key_maxes[ki];
-
+			km = key_maxes[ki];
 			if (km < S)
 				continue;
-			/* The ranges partition [0, key_max), none empty. */
-			prev = 0;
-			for (s = 0; s < S; s++) {
-				ps_key_range(km, S, s, &lo, &hi);
-				ASSERT_EQ(prev, lo);
-				ASSERT_LT(lo, hi);
-				prev = hi;
-			}
-			ASSERT_EQ(km, prev);
-			samples[0] = 0;
-			samples[1] = km - 1;
-			samples[2] = km / 2;
-			samples[3] = km / S;
-			samples[4] = km / S ? km / S - 1 : 0;
-			samples[5] = (km / 7) * 3;
-			for (i = 0; i < 6; i++) {
-				key = samples[i] % km;
-				srv = ps_key_server(km, S, key);
-				ps_key_range(km, S, srv, &lo, &hi);
-				ASSERT_TRUE(key >= lo && key < hi);
-				for (bi = 0; bi < ARRAY_SIZE(bounds); bi++) {
-					for (ti = 0; ti < ARRAY_SIZE(totals); ti++) {
-						uint32_t total = totals[ti], next = 0;
-
-						n = ps_shard(km, S, bounds[bi], key, total, parts);
-						ASSERT_LE(1, n);
-						ASSERT_GE((int)S, n);
-						/* Contiguous, in order, none empty, all of it. */
-						for (j = 0; j < n; j++) {
-							ASSERT_EQ(next, parts[j].offset);
-							ASSERT_LT(0, parts[j].len);
-							ASSERT_LT(parts[j].server, S);
-							if (j)
-								ASSERT_LT(parts[j - 1].server,
-									  parts[j].server);
-							next += parts[j].len;
-						}
-						ASSERT_EQ(total, next);
-						if (total <= bounds[bi] || S == 1) {
-							ASSERT_EQ(1, n);
-							ASSERT_EQ(srv, parts[0].server);
-						} else {
-							/* Split: on every server it can be. */
-							ASSERT_EQ(total < S ? (int)total : (int)S, n);
-						}
-						/* Each server finds exactly its own part. */
-						for (s = 0, j = 0; s < S; s++) {
-							bool has = ps_shard_find(km, S, bounds[bi], key,
-										 total, s, &mine);
-
-							if (j < n && parts[j].server == s) {
-								ASSERT_TRUE(has);
-								ASSERT_EQ(parts[j].offset, mine.offset);
-								ASSERT_EQ(parts[j].len, mine.len);
-								j++;
-							} else {
-								ASSERT_FALSE(has);
-							}
-						}
-						checked++;
-					}
-				}
-			}
+			/* Both ends, the middle, and around the first range's end. */
+			keys[0] = 0;
+			keys[1] = km - 1;
+			keys[2] = km / 2;
+			keys[3] = km / S % km;
+			keys[4] = (km / S ? km / S - 1 : 0) % km;
+			keys[5] = km / 7 * 3 % km;
+			check_ranges(_metadata, km, S, keys, 6);
+			for (i = 0; i < 6; i++)
+				for (bi = 0; bi < ARRAY_SIZE(bounds); bi++)
+					for (ti = 0; ti < ARRAY_SIZE(totals); ti++, checked++)
+						check_parts(_metadata, km, S, bounds[bi], keys[i],
+							    totals[ti]);
 		}
 	}
 	TH_LOG("%u key/size/server combinations", checked);
@@ -717,7 +730,7 @@ static void find_paths(void)
 	if (n <= 0)
 		return;
 	self_exe[n] = 0;
-	strcpy(dir, self_exe);
+	snprintf(dir, sizeof(dir), "%s", self_exe);
 	snprintf(run_path, sizeof(run_path), "%s/../../userlib/build/rdmashare-run",
 		 dirname(dir));
 }

@@ -259,11 +259,12 @@ static int data_hdr(struct ps_server *s, struct ps_conn *c, const struct ps_msg 
 	if (m->op == PS_OP_PULL || s->mode == PS_ASYNC)
 		return 0;
 	/* A sync push: straight into the worker's row of the iteration. */
+	slot = ps_agg_slot(&sl->agg, c->rank);
 	if (s->nshut_workers)
 		c->status = -ESHUTDOWN;
 	else if (m->iter != sl->version)
 		c->status = -ESTALE;
-	else if (!(slot = ps_agg_slot(&sl->agg, c->rank)))
+	else if (!slot)
 		c->status = -EALREADY;
 	else
 		*dest = slot;

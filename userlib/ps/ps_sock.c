@@ -223,7 +223,7 @@ const struct ps_transport *ps_transport_find(const char *name)
 	static const struct ps_transport *const all[] = { &ps_sockets };
 	size_t i;
 
-	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+	for (i = 0; i < sizeof(all) / sizeof(*all); i++)
 		if (!name || !strcmp(name, all[i]->name))
 			return all[i];
 	return NULL;
