@@ -153,7 +153,7 @@ int ps_pushpull(struct ps_worker *w, uint64_t key, const float *grad, float *out
 
 /**
  * ps_wait() - wait for request @id, making progress on every connection
- * @timeout_ms: -1 waits for good
+ * @timeout_ms: -1 waits for good; 0 takes what is there and returns
  *
  * Return: 0 once the request completed, the error a server answered with,
  * -ETIMEDOUT (the request stays pending: wait again), -ENOENT for an id not

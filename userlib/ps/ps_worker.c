@@ -319,12 +319,13 @@ int ps_wait(struct ps_worker *w, int id, int timeout_ms)
 
 	if (!r)
 		return -ENOENT;
+	/* One round at least, so that a timeout of 0 polls. */
 	while (!r->done) {
-		if (deadline >= 0 && !ps_left_ms(deadline))
-			return -ETIMEDOUT;
 		ret = ps_node_progress(&w->node, ps_left_ms(deadline));
 		if (ret)
 			wrk_fail(w, ret);
+		if (!r->done && deadline >= 0 && !ps_left_ms(deadline))
+			return -ETIMEDOUT;
 	}
 	ret = r->status;
 	if (!ret && r->version)
