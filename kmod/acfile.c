@@ -48,8 +48,10 @@
 #include <asm/ioctls.h>
 
 #include "acfile.h"
+#include "compat.h"
 #include "ioctl.h"
 #include "transport.h"
+#include "zcopy.h"
 
 /*
  * rs_linger_ms after the AC file's release, its CLOSE still waits behind
@@ -261,6 +263,7 @@ static void rs_acfile_sndbuf_gone(struct rs_ac *ac)
 void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
 	struct rs_acfile *af = ac->af;
+	struct rs_zc *zc, *put = NULL;
 	unsigned long flags;
 	u32 i;
 
@@ -273,8 +276,10 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	if (op == &af->shut_op)
 		return;
 	spin_lock_irqsave(&af->lock, flags);
-	if (res < 0 && !af->tx_error)
+	if (res < 0 && !af->tx_error) {
 		af->tx_error = res;
+		af->tx_fail_at = af->tx_tail;
+	}
 	af->op_done[op - af->ops] = true;
 	while (af->op_tail != af->op_head) {
 		i = af->op_tail % RS_ACFILE_OPS;
@@ -282,6 +287,15 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 			break;
 		af->op_done[i] = false;
 		af->tx_tail += af->ops[i].len;
+		zc = af->ops[i].zc;
+		if (zc) {
+			/* Its SENDs that carried chunks may hold the pages on. */
+			af->ops[i].zc = NULL;
+			zc->next = put;
+			put = zc;
+		} else {
+			af->sndbuf_used -= af->ops[i].len;
+		}
 		af->op_tail++;
 	}
 	/* The old buffer's writes are done: none still sends from it. */
@@ -291,6 +305,7 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	}
 	rs_acfile_sndbuf_gone(ac);
 	spin_unlock_irqrestore(&af->lock, flags);
+	rs_zc_put_list(put);
 	rs_acfile_wake(ac, EPOLLOUT | EPOLLWRNORM);
 }
 
@@ -343,7 +358,7 @@ static bool rs_acfile_room(struct rs_ac *ac)
 	struct rs_acfile *af = ac->af;
 
 	return READ_ONCE(ac->state) != RS_AC_CONNECTING &&
-	       READ_ONCE(af->tx_head) - READ_ONCE(af->tx_tail) < READ_ONCE(af->sndbuf_len) &&
+	       READ_ONCE(af->sndbuf_used) < READ_ONCE(af->sndbuf_len) &&
 	       READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) < RS_ACFILE_OPS;
 }
 
@@ -403,6 +418,15 @@ static int rs_acfile_lock(struct mutex *lock, unsigned int how)
 	if (how & RS_IO_TRYLOCK)
 		return mutex_trylock(lock) ? 0 : -EAGAIN;
 	return mutex_lock_interruptible(lock) ? -ERESTARTSYS : 0;
+}
+
+/* Count @n bytes of @i for the AC's peer and device. */
+static void rs_acfile_count(struct rs_ac *ac, enum rs_stat i, u64 n)
+{
+	struct rs_qp *qp = READ_ONCE(ac->qp);
+
+	if (qp && n)
+		rs_qp_stat(qp, i, n);
 }
 
 /*
@@ -494,6 +518,8 @@ static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned in
 		return ret;
 	if (how & RS_IO_PEEK) {
 		ret = rs_acfile_peek(ac, to, how);
+		if (ret > 0)
+			rs_acfile_count(ac, RS_STAT_READ_COPIED, ret);
 		goto out;
 	}
 	while (iov_iter_count(to)) {
@@ -524,6 +550,7 @@ static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned in
 		copied = copy_to_iter(rf->data + rf->rx_offset + (size_t)idx * rf->rx_slot_size +
 				      af->rx_cursor, take, to);
 		done += copied;
+		rs_acfile_count(ac, RS_STAT_READ_COPIED, copied);
 		spin_lock_irq(&rf->rx_lock);
 		af->rx_cursor += copied;
 		gone = af->rx_cursor == rf->slots[idx].len;
@@ -568,6 +595,7 @@ static int rs_acfile_push(struct rs_ac *ac)
 		/* Not queued: nothing newer was, nothing older waits on it. */
 		spin_lock_irq(&af->lock);
 		af->tx_head -= op->len;
+		af->sndbuf_used -= op->len;
 		af->op_head--;
 		spin_unlock_irq(&af->lock);
 		af->tx_at = af->tx_at >= op->len ? af->tx_at - op->len
@@ -605,6 +633,7 @@ static void rs_acfile_add(struct rs_ac *ac, u32 len)
 		op->len += len;
 		spin_lock_irq(&af->lock);
 		af->tx_head += len;
+		af->sndbuf_used += len;
 		spin_unlock_irq(&af->lock);
 	} else {
 		op = &af->ops[af->op_head % RS_ACFILE_OPS];
@@ -616,6 +645,7 @@ static void rs_acfile_add(struct rs_ac *ac, u32 len)
 		op->user_data = af->tx_head;
 		spin_lock_irq(&af->lock);
 		af->tx_head += len;
+		af->sndbuf_used += len;
 		af->op_head++;
 		spin_unlock_irq(&af->lock);
 		af->corked = true;
@@ -721,19 +751,140 @@ static bool rs_acfile_grow(struct rs_ac *ac)
 	return !rs_acfile_resize(ac, min(af->sndbuf_len * 2, max));
 }
 
+/* The most of a write one SEND from the writer's own pages takes. */
+#define RS_ACFILE_ZC_MAX	SZ_1M
+
+/*
+ * Do @from's next bytes go from the writer's own pages (zcopy.c)?  If
+ * they are user memory, at least zcopy_min bytes of it in one piece
+ * (@seg), and the write may wait for its SENDs: not O_NONBLOCK,
+ * MSG_DONTWAIT, MSG_MORE or TCP_CORK.
+ */
+static bool rs_acfile_zc_wanted(struct rs_ac *ac, struct iov_iter *from, unsigned int how,
+				struct iovec *seg)
+{
+	u32 min = READ_ONCE(rs_zcopy_min);
+
+	if (!min || iov_iter_count(from) < min || (how & (RS_IO_NOWAIT | RS_IO_MORE)) ||
+	    !user_backed_iter(from) || READ_ONCE(ac->state) != RS_AC_OPEN)
+		return false;
+	*seg = rs_iter_user_seg(from);
+	return seg->iov_len >= min;
+}
+
+/*
+ * Called with the write lock held: the first RS_ACFILE_ZC_MAX bytes at
+ * most of @seg, @from's next, are a SEND from the writer's own pages,
+ * queued after what MSG_MORE held back; *@last becomes the number after
+ * its operation's.  The bytes queued; 0 if they are to be copied (no room
+ * in the ring of writes, pages that cannot be pinned or mapped); -ENOMEM
+ * past RLIMIT_MEMLOCK or without memory; or why the AC cannot send.
+ */
+static ssize_t rs_acfile_send_zc(struct rs_ac *ac, struct iov_iter *from,
+				 const struct iovec *seg, u32 *last)
+{
+	size_t len = min_t(size_t, seg->iov_len, RS_ACFILE_ZC_MAX);
+	struct rs_qp *qp = READ_ONCE(ac->qp);
+	struct rs_acfile *af = ac->af;
+	struct rs_device *rdev;
+	struct rs_send *op;
+	struct rs_zc *zc;
+	int ret;
+
+	ret = rs_acfile_push(ac);
+	if (ret)
+		return ret;
+	rdev = qp ? READ_ONCE(qp->rdev) : NULL;
+	if (!rdev || READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) >= RS_ACFILE_OPS)
+		return 0;
+	zc = rs_zc_pin(rdev, (unsigned long)seg->iov_base, len);
+	if (IS_ERR(zc))
+		return PTR_ERR(zc) == -ENOMEM ? -ENOMEM : 0;
+	op = &af->ops[af->op_head % RS_ACFILE_OPS];
+	memset(op, 0, sizeof(*op));
+	op->opcode = RDMASHARE_OP_SEND;
+	op->file = true;
+	op->addr = offset_in_page(seg->iov_base);
+	op->len = len;
+	op->user_data = af->tx_head;
+	op->zc = zc;
+	spin_lock_irq(&af->lock);
+	af->tx_head += len;
+	af->op_head++;
+	spin_unlock_irq(&af->lock);
+	ret = rs_ac_queue(ac, op, NULL);
+	if (ret) {
+		/* Not queued: nothing newer was, nothing older waits on it. */
+		spin_lock_irq(&af->lock);
+		af->tx_head -= len;
+		af->op_head--;
+		spin_unlock_irq(&af->lock);
+		op->zc = NULL;
+		rs_zc_put(zc);
+		return ret;
+	}
+	*last = af->op_head;
+	iov_iter_advance(from, len);
+	rs_acfile_count(ac, RS_STAT_TX_ZCOPY, len);
+	return len;
+}
+
+static bool rs_acfile_zc_done(struct rs_ac *ac, u32 last)
+{
+	return (s32)(READ_ONCE(ac->af->op_tail) - last) >= 0 || rs_acfile_tx_err(ac);
+}
+
+/*
+ * A write from the writer's own pages returns once its SENDs completed:
+ * then the pages are the writer's again.  Or once the stream failed (the
+ * AC closed, or was shut down for writing under the write): then it
+ * returns the bytes from @start on (its first) that went before, if any,
+ * in *@done, or the error; what the peer gets of the rest is not known,
+ * as for any write that fails, and its SENDs keep the pages until they
+ * are done.  Of signals, only a fatal one ends the wait: the buffer is
+ * the writer's only once the write returns.
+ */
+static int rs_acfile_zc_wait(struct rs_ac *ac, bool *any, u32 last, u32 start, size_t *done)
+{
+	struct rs_acfile *af = ac->af;
+	bool passed;
+	int ret, err;
+	s32 good;
+
+	if (!*any)
+		return 0;
+	ret = wait_event_killable(ac->wait, rs_acfile_zc_done(ac, last));
+	if (ret)
+		return ret;
+	*any = false;
+	spin_lock_irq(&af->lock);
+	passed = (s32)(af->op_tail - last) >= 0;
+	err = af->tx_error;
+	good = (err ? af->tx_fail_at : af->tx_tail) - start;
+	spin_unlock_irq(&af->lock);
+	if (passed && !err)
+		return 0;
+	*done = good > 0 ? min_t(size_t, *done, good) : 0;
+	return err ?: rs_acfile_tx_err(ac);
+}
+
 /*
  * Writes: write(2), writev(2), splice(2) and sendfile(2) into the AC file
  * (iter_file_splice_write()), and RDMASHARE_IOC_SENDMSG.  A fault sends
  * what was copied before it: the write returns those bytes, or EFAULT if
  * there are none.  Each contiguous piece is a SEND; with RS_IO_MORE the
- * last one waits for the next write (rs_acfile_add()).
+ * last one waits for the next write (rs_acfile_add()).  Pieces of user
+ * memory of zcopy_min bytes or more go from the writer's pages instead
+ * (rs_acfile_zc_wanted()); such a write returns when they went.
  */
 static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned int how)
 {
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
 	size_t done = 0, copied;
-	u32 used, take;
+	bool zc_any = false;
+	u32 used, take, start, zc_last = 0;
+	struct iovec seg;
 	ssize_t ret = 0;
 
 	if (!iov_iter_count(from))
@@ -743,10 +894,32 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 		return ret;
 	if (af->cork_on)
 		how |= RS_IO_MORE;
+	start = af->tx_head;
 	while (iov_iter_count(from)) {
 		ret = rs_acfile_tx_err(ac);
 		if (ret)
 			break;
+		if (rs_acfile_zc_wanted(ac, from, how, &seg)) {
+			ret = rs_acfile_send_zc(ac, from, &seg, &zc_last);
+			if (ret > 0) {
+				done += ret;
+				zc_any = true;
+				continue;
+			}
+			if (ret == -ENOMEM && zc_any) {
+				/* Past RLIMIT_MEMLOCK: this write's pages go back first. */
+				mutex_unlock(&af->write_lock);
+				ret = rs_acfile_zc_wait(ac, &zc_any, zc_last, start, &done);
+				if (!ret && mutex_lock_killable(&af->write_lock))
+					ret = -EINTR;
+				if (ret)
+					goto out_unlocked;
+				continue;
+			}
+			if (ret && ret != -ENOMEM)
+				break;
+			ret = 0;	/* copied */
+		}
 		if (!rs_acfile_room(ac)) {
 			/* What was held back goes, or room may never come. */
 			ret = rs_acfile_push(ac);
@@ -775,7 +948,7 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 		}
 		/* Completions only free room: it can only have grown since. */
 		spin_lock_irq(&af->lock);
-		used = af->tx_head - af->tx_tail;
+		used = af->sndbuf_used;
 		spin_unlock_irq(&af->lock);
 		take = min3(iov_iter_count(from), (size_t)(af->sndbuf_len - used),
 			    (size_t)(af->sndbuf_len - af->tx_at));
@@ -791,6 +964,7 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 			ret = -EFAULT;
 			break;
 		}
+		rs_acfile_count(ac, RS_STAT_WRITE_COPIED, copied);
 		rs_acfile_add(ac, copied);
 		done += copied;
 		if (!(how & RS_IO_MORE)) {
@@ -815,6 +989,9 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 		cancel_delayed_work(&af->cork);
 	mutex_unlock(&af->write_lock);
 out_unlocked:
+	/* From the writer's pages: it returns once they went, or failed. */
+	if (zc_any)
+		ret = rs_acfile_zc_wait(ac, &zc_any, zc_last, start, &done);
 	if (done)
 		return done;
 	if (ret == -EPIPE && !(how & RS_IO_NOSIGNAL))

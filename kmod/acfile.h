@@ -32,17 +32,20 @@ struct rdmashare_file_params;
  * @rx_cursor: bytes of @rx_head's chunk read already
  * @read_lock: one reader at a time
  * @write_lock: one writer at a time
- * @lock: protects @tx_head, @tx_tail, @op_head, @op_tail, @op_done,
- *	@tx_error, @released, @old_page, @old_pages and @old_until, and
+ * @lock: protects @tx_head, @tx_tail, @sndbuf_used, @op_head, @op_tail, @op_done,
+ *	@tx_error, @tx_fail_at, @released, @old_page, @old_pages and @old_until, and
  *	@page, @sndbuf and @sndbuf_len against rs_acfile_sndbuf_gone() (the
  *	write lock too, for a change)
- * @tx_head: bytes written to the send buffer, ever (modulo 2^32)
+ * @tx_head: bytes written, ever (modulo 2^32)
  * @tx_tail: bytes of them whose SEND completed
+ * @sndbuf_used: bytes of the send buffer that writes hold until they
+ *	complete, in order (a write from its own pages holds none: zcopy.c)
  * @tx_at: where the next write goes in the send buffer (@write_lock)
  * @op_head: writes queued, ever; each has @ops[its number % RS_ACFILE_OPS]
  * @op_tail: writes completed, in order
  * @op_done: a write completed, ahead of an older one
  * @tx_error: the first write that failed, its error
+ * @tx_fail_at: @tx_tail then: the bytes before it went
  * @bound: the AC file exists (its AC stays when its maker's file is
  *	released: rs_file_release())
  * @linger: after the AC file's release, ends the AC if its CLOSE has not
@@ -92,10 +95,12 @@ struct rs_acfile {
 	spinlock_t lock;		/* the send buffer's ring */
 	u32 tx_head;
 	u32 tx_tail;
+	u32 sndbuf_used;
 	u32 tx_at;
 	u32 op_head;
 	u32 op_tail;
 	int tx_error;
+	u32 tx_fail_at;
 	bool released;
 	bool sndbuf_set;
 	bool cork_on;

@@ -16,6 +16,7 @@
 
 #include "rdmashare.h"
 #include "transport.h"
+#include "zcopy.h"
 
 /* Protects rs_devices and the sysfs names of its entries. */
 DEFINE_MUTEX(rs_devices_lock);
@@ -301,6 +302,7 @@ static void rs_ib_remove(struct ib_device *ibdev, void *client_data)
 	ib_set_client_data(ibdev, &rs_ib_client, NULL);
 	mutex_unlock(&rs_peers_lock);
 	rs_qps_down_device(rdev);
+	rs_zc_device_gone(rdev);
 	rs_dma_maps_device_gone(rdev);
 	rs_park_exit(rdev);
 	rs_sysfs_del_device(rdev);

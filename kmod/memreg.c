@@ -61,7 +61,7 @@ static void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n)
 	struct ib_device *ibdev = map->rdev->ibdev;
 
 	while (n--)
-		ib_dma_unmap_page(ibdev, map->dma[n], PAGE_SIZE, DMA_BIDIRECTIONAL);
+		ib_dma_unmap_page(ibdev, map->dma[n], PAGE_SIZE, map->dir);
 }
 
 /*
@@ -142,6 +142,7 @@ static struct rs_dma_map *rs_dma_map_create(struct rs_file *rf, struct rs_device
 	if (!map->dma)
 		goto out_free;
 	map->rdev = rdev;
+	map->dir = DMA_BIDIRECTIONAL;
 	for (i = 0; i < a->nr_pages; i++) {
 		map->dma[i] = ib_dma_map_page(ibdev, a->pages[i], 0, PAGE_SIZE,
 					      DMA_BIDIRECTIONAL);
@@ -348,7 +349,7 @@ u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		 * way): under bounce buffering a whole page would carry
 		 * stale bytes over a slot the device just filled.
 		 */
-		ib_dma_sync_single_for_device(ibdev, addr, part, DMA_BIDIRECTIONAL);
+		ib_dma_sync_single_for_device(ibdev, addr, part, map->dir);
 		if (n && sge[n - 1].addr + sge[n - 1].length == addr) {
 			sge[n - 1].length += part;
 		} else {
@@ -383,7 +384,7 @@ void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len)
 		in_page = offset_in_page(off);
 		part = min_t(u32, len, PAGE_SIZE - in_page);
 		ib_dma_sync_single_for_cpu(map->rdev->ibdev, map->dma[off >> PAGE_SHIFT] + in_page,
-					   part, DMA_BIDIRECTIONAL);
+					   part, map->dir);
 		off += part;
 		len -= part;
 	}

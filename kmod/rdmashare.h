@@ -46,8 +46,13 @@ struct rs_rx_buf;
  * @dma_maps: files' data areas mapped for the device (rs_dma_map.dev_node,
  *	memreg.c)
  * @dma_maps_gone: the device goes: no more mappings
+ * @zc_users: writes' pages mapped for the device (zcopy.c); rs_ib_remove()
+ *	waits for none, after its QPs went
+ * @zc_gone: rs_ib_remove() waits for @zc_users: no more of them
  */
 struct rs_park;
+struct rs_zc;
+struct user_struct;
 
 struct rs_device {
 	struct ib_device *ibdev;
@@ -67,6 +72,8 @@ struct rs_device {
 	struct rs_park *park;
 	struct list_head dma_maps;
 	bool dma_maps_gone;
+	atomic_t zc_users;
+	bool zc_gone;
 };
 
 /**
@@ -261,6 +268,7 @@ struct rs_send {
 	u32 seq;
 	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
 	bool file;			/* an AC file's (acfile.c), not the pool's */
+	struct rs_zc *zc;		/* an AC file's write from its own pages */
 };
 
 /*
@@ -333,6 +341,7 @@ extern unsigned int rs_keepalive_ms;
 extern unsigned int rs_connect_timeout_ms;
 extern unsigned int rs_linger_ms;
 extern unsigned int rs_sndbuf_max;
+extern unsigned int rs_zcopy_min;
 extern unsigned int rs_backlog_max;
 extern unsigned int rs_max_qps_per_peer;
 extern unsigned int rs_max_qps;
@@ -349,6 +358,8 @@ void rs_qps_sched_changed(void);	/* peer.c */
 struct rs_user;
 struct rs_user *rs_user_get(kuid_t uid);
 void rs_user_put(struct rs_user *u);
+long rs_user_lock_mem(struct user_struct *user, unsigned long pages);
+void rs_user_unlock_mem(struct user_struct *user, unsigned long pages);
 bool rs_user_charge_ac(struct rs_user *u);
 void rs_user_uncharge_ac(struct rs_user *u);
 bool rs_user_charge_listener(struct rs_user *u);

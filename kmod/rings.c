@@ -50,18 +50,11 @@ void rs_rings_init(struct rs_file *rf)
  */
 static int rs_account_mem(struct rs_file *rf, unsigned long pages)
 {
-	struct user_struct *user = rf->user;
-	unsigned long limit, cur, new;
+	long acct = rs_user_lock_mem(rf->user, pages);
 
-	if (!capable(CAP_IPC_LOCK)) {
-		limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
-		cur = atomic_long_read(&user->locked_vm);
-		do {
-			if (check_add_overflow(cur, pages, &new) || new > limit)
-				return -ENOMEM;
-		} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
-		rf->acct_pages = pages;
-	}
+	if (acct < 0)
+		return acct;
+	rf->acct_pages = acct;
 	if (current->mm) {
 		mmgrab(current->mm);
 		rf->mm_account = current->mm;
@@ -84,7 +77,7 @@ void rs_rings_free(struct rs_file *rf)
 	rs_area_free(&rf->data_area);
 	rs_area_free(&rf->rings_area);
 	if (rf->user) {
-		atomic_long_sub(rf->acct_pages, &rf->user->locked_vm);
+		rs_user_unlock_mem(rf->user, rf->acct_pages);
 		free_uid(rf->user);
 	}
 	if (rf->mm_account) {

@@ -46,6 +46,7 @@
 
 #include "trace.h"
 #include "transport.h"
+#include "zcopy.h"
 
 static void rs_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 static void rs_tx_wr_failed(struct ib_cq *cq, struct ib_wc *wc);
@@ -157,6 +158,8 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 				poll[nr_poll++] = rf;
 			}
 		}
+		if (it->zc)
+			rs_zc_put(it->zc);
 		rs_ac_put(it->ac);
 	}
 	tx->nr_items = 0;
@@ -227,6 +230,8 @@ struct rs_tx_plan {
 	const void *src;		/* DATA payload to copy, or */
 	const struct rs_dma_map *zc_map;	/* one to send in place, */
 	u64 zc_off;			/* from here in the data area, or */
+	struct rs_zc *zc;		/* a write's own pages (reference taken), */
+	bool zc_copy;			/* the payload to copy from them at zc_off, or */
 	struct rs_tx_write write;	/* one written to the peer's slot, */
 	bool imm;			/* announced by its immediate only */
 	struct rs_dma_map *reg;		/* a registration the SEND carries */
@@ -281,36 +286,46 @@ enum rs_plan_res {
 };
 
 /*
- * Called with qp->lock held: does a chunk of @len bytes at @off of @ac's
- * data area go in place (zero copy)?  If it is larger than pullup_max, the
- * area is mapped for the QP's device, and the SEND can take its SGEs: the
- * header, one per run of contiguous pages of payload, the padding.
+ * Called with qp->lock held: where @op's payload is as the device sees it:
+ * its AC's data area, or the writer's own pages (zcopy.c); NULL if the
+ * data area is not mapped (yet).
  */
-static bool rs_tx_in_place(struct rs_qp *qp, struct rs_ac *ac, u64 off, u32 len)
+static const struct rs_dma_map *rs_op_map(const struct rs_ac *ac, const struct rs_send *op)
+{
+	return op->zc ? &op->zc->map : ac->map;
+}
+
+/*
+ * Called with qp->lock held: does a chunk of @len bytes at @off of @map
+ * go in place (zero copy)?  If it is larger than pullup_max, @map is
+ * there, and the SEND can take its SGEs: the header, one per run of
+ * contiguous pages of payload, the padding.
+ */
+static bool rs_tx_in_place(struct rs_qp *qp, const struct rs_dma_map *map, u64 off, u32 len)
 {
 	u32 sges;
 
-	if (!ac->map || len <= READ_ONCE(rs_pullup_max))
+	if (!map || len <= READ_ONCE(rs_pullup_max))
 		return false;
-	sges = 1 + rs_dma_map_nr_sges(ac->map, off, len);
+	sges = 1 + rs_dma_map_nr_sges(map, off, len);
 	if (rs_proto_rec_len(qp->version, len) > RS_HDR_LEN + len)
 		sges++;
 	return sges <= qp->max_send_sge;
 }
 
 /*
- * Called with qp->lock held: is a chunk of @len bytes at @off of @ac's data
- * area placed (version 4, zero copy on both sides)?  If it is larger than
- * pullup_max, the peer named its slots' rkey, the area is mapped, a WRITE
- * can take its runs of pages and @tx has room for one more.
+ * Called with qp->lock held: is a chunk of @ac of @len bytes at @off of
+ * @map placed (version 4, zero copy on both sides)?  If it is larger than
+ * pullup_max, the peer named its slots' rkey, @map is there, a WRITE can
+ * take its runs of pages and @tx has room for one more.
  */
-static bool rs_tx_placed(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *tx,
-			 u64 off, u32 len)
+static bool rs_tx_placed(struct rs_qp *qp, struct rs_ac *ac, const struct rs_dma_map *map,
+			 const struct rs_tx *tx, u64 off, u32 len)
 {
-	if (!ac->peer_rkey || !ac->map || tx->nr_writes == RS_TX_MAX_WRITES ||
+	if (!ac->peer_rkey || !map || tx->nr_writes == RS_TX_MAX_WRITES ||
 	    len <= READ_ONCE(rs_pullup_max))
 		return false;
-	return rs_dma_map_nr_sges(ac->map, off, len) <= qp->max_send_sge;
+	return rs_dma_map_nr_sges(map, off, len) <= qp->max_send_sge;
 }
 
 /* Does @w continue @tx's last WRITE (rs_tx_write_join())? */
@@ -351,16 +366,16 @@ static u32 rs_tx_bulk_max(const struct rs_qp *qp)
 
 /*
  * Called with qp->lock held, @tx a WRITE WITH IMMEDIATE (version 5): does
- * the next chunk of @ac, @len bytes at @off of its data area, continue it
- * into the peer's oldest slot granted?  Then it joins, up to half of
- * inflight_max in all, so that a small message never waits behind one
- * large WRITE; the receiver splits it at its slots' size.
+ * the next chunk of @ac, @len bytes at @off of @map, continue it into the
+ * peer's oldest slot granted?  Then it joins, up to half of inflight_max
+ * in all, so that a small message never waits behind one large WRITE; the
+ * receiver splits it at its slots' size.
  */
-static bool rs_tx_imm_joins(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *tx,
-			    u64 off, u32 len)
+static bool rs_tx_imm_joins(struct rs_qp *qp, struct rs_ac *ac, const struct rs_dma_map *map,
+			    const struct rs_tx *tx, u64 off, u32 len)
 {
 	struct rs_tx_write w = {
-		.map = ac->map, .off = off, .len = len, .rkey = ac->peer_rkey,
+		.map = map, .off = off, .len = len, .rkey = ac->peer_rkey,
 		.raddr = (u64)rs_ac_peek_slot(ac) * ac->peer_stride,
 	};
 	u32 max = min_t(u32, rs_tx_bulk_max(qp) / 2, RS_PROTO_MAX_CHUNK);
@@ -400,6 +415,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 				size_t room, bool empty, u32 join_max)
 {
 	struct rs_ac *ac, *hol = qp->hol_ac;
+	const struct rs_dma_map *map;
 	struct rs_sched_entity *se;
 	struct rs_reject *rej;
 	bool zc = false, placed = false;
@@ -526,8 +542,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
 	if (op->opcode == RDMASHARE_OP_SEND) {
 		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
-		placed = rs_tx_placed(qp, ac, tx, op->addr + op->sent, len);
-		zc = !placed && rs_tx_in_place(qp, ac, op->addr + op->sent, len);
+		map = rs_op_map(ac, op);
+		placed = rs_tx_placed(qp, ac, map, tx, op->addr + op->sent, len);
+		zc = !placed && rs_tx_in_place(qp, map, op->addr + op->sent, len);
 		/*
 		 * While small messages go (rs_tx_bulk_max() under
 		 * inflight_max), a large chunk waits, first in line, until
@@ -550,7 +567,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		 */
 		p->imm = placed && op->sent && len > join_max && qp->version >= 5;
 		if (tx->imm_conn) {
-			if (!p->imm || !rs_tx_imm_joins(qp, ac, tx, op->addr + op->sent, len))
+			if (!p->imm || !rs_tx_imm_joins(qp, ac, map, tx, op->addr + op->sent, len))
 				goto full;
 		} else if (rs_proto_rec_len(qp->version, placed ? RS_PLACED_LEN : len) > room ||
 			   (!empty && (len > join_max || zc))) {
@@ -599,16 +616,24 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 			p->m.len = RS_PLACED_LEN;
 			p->m.placed.len = len;
 			p->m.placed.slot = slot;
-			p->write.map = ac->map;
+			p->write.map = map;
 			p->write.off = op->addr + op->sent;
 			p->write.len = len;
 			p->write.rkey = ac->peer_rkey;
 			p->write.raddr = (u64)slot * ac->peer_stride;
 		} else if (zc) {
-			p->zc_map = ac->map;
+			p->zc_map = map;
+			p->zc_off = op->addr + op->sent;
+		} else if (op->zc) {
+			p->zc_copy = true;
 			p->zc_off = op->addr + op->sent;
 		} else {
 			p->src = ac->rf->data + op->addr + op->sent;
+		}
+		/* The SEND keeps the pages until it completes. */
+		if (op->zc) {
+			kref_get(&op->zc->ref);
+			p->zc = op->zc;
 		}
 		op->sent += len;
 		if (op->sent == op->len) {
@@ -783,7 +808,10 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 		tx->zc_len = p->m.len;
 		memset(dst + RS_HDR_LEN, 0, rec - RS_HDR_LEN - p->m.len);
 	} else {
-		if (p->m.type == RS_MSG_DATA) {
+		if (p->zc_copy) {
+			rs_zc_copy(p->zc, p->zc_off, dst + RS_HDR_LEN, p->m.len);
+			rs_qp_stat(qp, RS_STAT_TX_COPIED, p->m.len);
+		} else if (p->m.type == RS_MSG_DATA) {
 			memcpy(dst + RS_HDR_LEN, p->src, p->m.len);
 			rs_qp_stat(qp, RS_STAT_TX_COPIED, p->m.len);
 		}
@@ -805,6 +833,7 @@ items:
 	if (p->ac) {		/* not for a KEEPALIVE or a REJECT */
 		tx->items[tx->nr_items].ac = p->ac;
 		tx->items[tx->nr_items].op = p->op;
+		tx->items[tx->nr_items].zc = p->zc;
 		tx->nr_items++;
 		if (p->op)
 			atomic_inc(&p->ac->rf->ops_on_wire);
@@ -930,6 +959,8 @@ fail_plan:
 	 */
 	if (plan.op)
 		rs_ac_send_done(plan.ac, plan.op, -EIO);
+	if (plan.zc)
+		rs_zc_put(plan.zc);
 	unit_ac = plan.ac;
 	spin_lock_irq(&qp->lock);
 	qp->tx_open = NULL;

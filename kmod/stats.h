@@ -38,6 +38,9 @@ enum rs_stat {
 	RS_STAT_TX_WRITES,	/* RDMA WRITEs posted: placed chunks, joined */
 	RS_STAT_RX_WRITES,	/* WRITE WITH IMMEDIATEs received: chunks, no SEND */
 	RS_STAT_BULK_HELD,	/* times a large chunk waited for small messages */
+	RS_STAT_TX_ZCOPY,	/* bytes AC file writes sent from their own pages */
+	RS_STAT_WRITE_COPIED,	/* bytes AC file writes copied to send buffers */
+	RS_STAT_READ_COPIED,	/* bytes AC file reads copied out of slots */
 	RS_STAT_NR
 };
 

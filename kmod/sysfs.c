@@ -111,6 +111,9 @@ RS_STAT_ATTR(busy_polled, RS_STAT_BUSY_POLLED);
 RS_STAT_ATTR(tx_writes, RS_STAT_TX_WRITES);
 RS_STAT_ATTR(rx_writes, RS_STAT_RX_WRITES);
 RS_STAT_ATTR(bulk_held, RS_STAT_BULK_HELD);
+RS_STAT_ATTR(tx_zcopy, RS_STAT_TX_ZCOPY);
+RS_STAT_ATTR(write_copied, RS_STAT_WRITE_COPIED);
+RS_STAT_ATTR(read_copied, RS_STAT_READ_COPIED);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -140,6 +143,9 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_writes.attr,
 	&rs_stat_rx_writes.attr,
 	&rs_stat_bulk_held.attr,
+	&rs_stat_tx_zcopy.attr,
+	&rs_stat_write_copied.attr,
+	&rs_stat_read_copied.attr,
 	NULL,
 };
 

@@ -48,6 +48,7 @@ struct rs_rx_buf {
 struct rs_tx_item {
 	struct rs_ac *ac;		/* reference held while posted */
 	struct rs_send *op;		/* completed by this SEND, or NULL */
+	struct rs_zc *zc;		/* the pages its chunk is in (zcopy.c) */
 };
 
 /* Records one SEND carries at most (version 2; version 1: one). */
@@ -75,6 +76,8 @@ enum rs_rx_mr_state {
  * @rdev: the device; NULL once it went (and the pages were unmapped)
  * @dma: the DMA address of each page of the data area
  * @nr_pages: pages mapped
+ * @dir: how the device uses the pages: DMA_BIDIRECTIONAL for a data area,
+ *	DMA_TO_DEVICE for a write's own pages (zcopy.c)
  * @rx_off: where the receive slots start in the data area
  * @rx_len: bytes of the receive slots
  * @rx_mr: version 4: a memory region over the receive slots, zero based,
@@ -90,6 +93,7 @@ struct rs_dma_map {
 	struct rs_device *rdev;
 	u64 *dma;
 	unsigned long nr_pages;
+	enum dma_data_direction dir;
 	u64 rx_off;
 	u64 rx_len;
 	struct ib_mr *rx_mr;

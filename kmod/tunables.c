@@ -66,6 +66,8 @@ unsigned int rs_connect_timeout_ms = 10000;
 unsigned int rs_linger_ms = 60000;
 /* The largest an AC file's send buffer grows to, or SO_SNDBUF makes it. */
 unsigned int rs_sndbuf_max = SZ_4M;
+/* AC file writes of at least this many bytes go from the writer's pages; 0: never. */
+unsigned int rs_zcopy_min = SZ_256K;
 /* The largest backlog a LISTEN may ask for. */
 unsigned int rs_backlog_max = 1024;
 /* QPs to one peer, either side's (passive ones past it are rejected). */
@@ -200,6 +202,8 @@ RS_TUNABLE(connect_timeout_ms, rs_connect_timeout_ms, 1, 3600 * 1000, NULL);
 RS_TUNABLE(linger_ms, rs_linger_ms, 1, 3600 * 1000, NULL);
 /* Applies to the next growth or RDMASHARE_IOC_FILE_SET; bigger buffers stay. */
 RS_TUNABLE(sndbuf_max, rs_sndbuf_max, PAGE_SIZE, RS_DATA_SIZE_LIMIT, NULL);
+/* Applies to AC file writes after the write. */
+RS_TUNABLE(zcopy_min, rs_zcopy_min, 0, INT_MAX, NULL);
 RS_TUNABLE(max_backlog, rs_backlog_max, 1, RS_MAX_ACS_PER_FILE_LIMIT, NULL);
 /* Apply to QPs set up after the write; QPs over a lowered limit stay. */
 RS_TUNABLE(max_qps_per_peer, rs_max_qps_per_peer, 1, 1024, NULL);
@@ -254,6 +258,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_connect_timeout_ms.attr.attr,
 	&rs_tunable_linger_ms.attr.attr,
 	&rs_tunable_sndbuf_max.attr.attr,
+	&rs_tunable_zcopy_min.attr.attr,
 	&rs_tunable_max_backlog.attr.attr,
 	&rs_tunable_max_qps_per_peer.attr.attr,
 	&rs_tunable_max_qps.attr.attr,

@@ -7,7 +7,9 @@
  * a ring.  An entry lives while a file of its user does.
  */
 #include <linux/cred.h>
+#include <linux/overflow.h>
 #include <linux/refcount.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uidgid.h>
 #include <linux/xarray.h>
@@ -97,6 +99,37 @@ bool rs_user_charge_listener(struct rs_user *u)
 void rs_user_uncharge_listener(struct rs_user *u)
 {
 	atomic_dec(&u->nr_listeners);
+}
+
+/**
+ * rs_user_lock_mem() - charge pages that stay resident to a user
+ * @user: who makes the kernel keep them
+ * @pages: how many
+ *
+ * Against RLIMIT_MEMLOCK in @user's locked_vm, as io_uring charges its
+ * rings and registered buffers, unless the caller has CAP_IPC_LOCK.
+ *
+ * Return: the pages charged, to give back with rs_user_unlock_mem() (0
+ * with CAP_IPC_LOCK), or -ENOMEM past the limit.
+ */
+long rs_user_lock_mem(struct user_struct *user, unsigned long pages)
+{
+	unsigned long limit, cur, new;
+
+	if (capable(CAP_IPC_LOCK))
+		return 0;
+	limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	cur = atomic_long_read(&user->locked_vm);
+	do {
+		if (check_add_overflow(cur, pages, &new) || new > limit)
+			return -ENOMEM;
+	} while (!atomic_long_try_cmpxchg(&user->locked_vm, &cur, new));
+	return pages;
+}
+
+void rs_user_unlock_mem(struct user_struct *user, unsigned long pages)
+{
+	atomic_long_sub(pages, &user->locked_vm);
 }
 
 /* The uid as the initial user namespace sees it, for root's listings. */

@@ -755,10 +755,13 @@ TEST(shutdown_beside_blocked_writer)
 		waitpid(shut, &status, 0);
 	}
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status));
-	/* The writer ended too: the shutdown ends its wait (EPIPE or short). */
+	/*
+	 * The writer ended too: the shutdown ends its wait, short (copied,
+	 * or sent from its pages before) or EPIPE (sent from its pages, none
+	 * of which went before: rdmashare_zcopy_test).
+	 */
 	EXPECT_EQ((ssize_t)sizeof(wrote), read(wpipe[0], &wrote, sizeof(wrote)));
-	EXPECT_LT(0, wrote);
-	EXPECT_GT(8 << 20, wrote);
+	EXPECT_TRUE(wrote == -1 || (wrote > 0 && wrote < 8 << 20)) TH_LOG("wrote %zd", wrote);
 	waitpid(writer, &status, 0);
 	close(wpipe[0]);
 	close(cfd);

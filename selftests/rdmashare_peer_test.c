@@ -438,8 +438,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Twenty-eight tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(28, n);
+	/* Twenty-nine tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(29, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

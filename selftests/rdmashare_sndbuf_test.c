@@ -254,20 +254,28 @@ static void stream_through(struct __test_metadata *_metadata, int cfd, int sfd, 
 	EXPECT_EQ((ssize_t)total, r.got);
 }
 
-/* sndbuf_max, put back whatever happens to a test. */
+/*
+ * sndbuf_max, put back whatever happens to a test; zcopy_min 0: these
+ * writes go through the send buffer (rdmashare_zcopy_test has the others).
+ */
 FIXTURE(tun)
 {
 	char max[32];
+	char zcopy_min[32];
 };
 
 FIXTURE_SETUP(tun)
 {
 	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/sndbuf_max", self->max, sizeof(self->max)));
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/zcopy_min", self->zcopy_min,
+				  sizeof(self->zcopy_min)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/zcopy_min", "0"));
 }
 
 FIXTURE_TEARDOWN(tun)
 {
 	rs_write_file(RS_SYSFS "/sndbuf_max", self->max);
+	rs_write_file(RS_SYSFS "/zcopy_min", self->zcopy_min);
 }
 
 /*

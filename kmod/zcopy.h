@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * rdmashare: zero copy from an application's own pages (zcopy.c).
+ */
+#ifndef _RDMASHARE_ZCOPY_H
+#define _RDMASHARE_ZCOPY_H
+
+#include <linux/kref.h>
+#include <linux/types.h>
+
+#include "transport.h"
+
+struct mm_struct;
+struct page;
+struct user_struct;
+
+/**
+ * struct rs_zc - a write's own pages, pinned and mapped for its AC's device
+ * @ref: the write's operation holds one, each SEND that carries a chunk of
+ *	it one (rs_tx_item.zc)
+ * @map: the pages as the device sees them; offset 0 is the start of the
+ *	first page
+ * @pages: the pinned pages (FOLL_PIN)
+ * @nr_pages: how many
+ * @user: the writer, whose locked_vm counts them against RLIMIT_MEMLOCK
+ * @acct: pages charged to @user (0 with CAP_IPC_LOCK)
+ * @mm: the writer's, whose pinned_vm counts them (a grab held)
+ * @next: on a list of references to drop (rs_zc_put_list())
+ */
+struct rs_zc {
+	struct kref ref;
+	struct rs_dma_map map;
+	struct page **pages;
+	unsigned long nr_pages;
+	struct user_struct *user;
+	unsigned long acct;
+	struct mm_struct *mm;
+	struct rs_zc *next;
+};
+
+struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len);
+void rs_zc_put(struct rs_zc *zc);
+void rs_zc_put_list(struct rs_zc *zc);
+void rs_zc_copy(const struct rs_zc *zc, u64 off, void *dst, u32 len);
+void rs_zc_device_gone(struct rs_device *rdev);
+
+#endif /* _RDMASHARE_ZCOPY_H */

@@ -1,0 +1,519 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Zero copy from the writer's own pages (issue #33): an AC file write of
+ * at least zcopy_min bytes of user memory is sent from the writer's pages,
+ * pinned and charged to its pinned_vm (VmPin) for as long as the write
+ * takes, and returns once its SENDs completed, so that the buffer may be
+ * reused at once.  The counters show it: tx_zcopy grows by the bytes,
+ * write_copied (the copy into the send buffer) and tx_copied do not.
+ * Below the threshold, non-blocking, past RLIMIT_MEMLOCK (for a user
+ * without CAP_IPC_LOCK) or from pages that cannot be pinned, a write is
+ * copied, and every byte still comes, in order.  The pins go back when the
+ * peer closes in the middle of a write.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "rdmashare.h"
+
+#include "kselftest_harness.h"
+
+#define PORT	8700
+#define MIB	(1 << 20)
+
+static unsigned char pat(size_t i, unsigned int seed)
+{
+	return (unsigned char)(i * 131 + (i >> 12) * 7 + seed);
+}
+
+static void fill(unsigned char *buf, size_t len, size_t from, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pat(from + i, seed);
+}
+
+/* This process's pinned memory, kB (VmPin); -1 if unknown. */
+static long vm_pin(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* Up to 5 s for VmPin to come back to @kb: what it is then. */
+static long vm_pin_back(long kb)
+{
+	long now = vm_pin();
+	int i;
+
+	for (i = 0; i < 500 && now != kb; i++) {
+		usleep(10000);
+		now = vm_pin();
+	}
+	return now;
+}
+
+struct counts {
+	long zcopy, write_copied, tx_copied, read_copied;
+};
+
+static struct counts counts(void)
+{
+	return (struct counts) {
+		.zcopy = rs_devices_sum("stats/tx_zcopy"),
+		.write_copied = rs_devices_sum("stats/write_copied"),
+		.tx_copied = rs_devices_sum("stats/tx_copied"),
+		.read_copied = rs_devices_sum("stats/read_copied"),
+	};
+}
+
+static struct counts since(struct counts a)
+{
+	struct counts b = counts();
+
+	return (struct counts) {
+		.zcopy = b.zcopy - a.zcopy, .write_copied = b.write_copied - a.write_copied,
+		.tx_copied = b.tx_copied - a.tx_copied, .read_copied = b.read_copied - a.read_copied,
+	};
+}
+
+/* The reader of a test: @total bytes of pat(@seed), after @delay_ms. */
+struct reader {
+	int fd;
+	size_t total;
+	unsigned int seed;
+	unsigned int delay_ms;
+	size_t close_after;
+	ssize_t got;		/* bytes that came right, -1 at a wrong one */
+	pthread_t thread;
+};
+
+static void *reader_fn(void *arg)
+{
+	struct reader *r = arg;
+	unsigned char *buf = malloc(MIB);
+	size_t off = 0, i;
+	ssize_t n;
+
+	usleep(r->delay_ms * 1000);
+	while (buf && off < r->total) {
+		n = read(r->fd, buf, MIB);
+		if (n <= 0)
+			break;
+		for (i = 0; i < (size_t)n; i++)
+			if (buf[i] != pat(off + i, r->seed)) {
+				r->got = -1;
+				goto out;
+			}
+		off += n;
+		if (r->close_after && off >= r->close_after) {
+			close(r->fd);
+			break;
+		}
+	}
+	r->got = off;
+out:
+	free(buf);
+	return NULL;
+}
+
+static int reader_start(struct reader *r)
+{
+	return pthread_create(&r->thread, NULL, reader_fn, r);
+}
+
+static ssize_t reader_end(struct reader *r)
+{
+	pthread_join(r->thread, NULL);
+	return r->got;
+}
+
+static struct sockaddr_in addr_of(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+/*
+ * An AC file pair on @port; the client's handle is returned.  The
+ * listening file stays open in *@lfd, and with it the server's areas,
+ * which count in VmPin as the client's do.
+ */
+static struct rdmashare *pair(struct __test_metadata *_metadata, unsigned int port,
+			      int *cfd, int *sfd, int *lfd)
+{
+	struct rdmashare_setup p = { .flags = RDMASHARE_SETUP_FILES, .files_size = 8 << 20,
+				     .data_size = 1 << 20 };
+	struct sockaddr_in sin = addr_of(port);
+	struct rdmashare *c = rs_open_with(&p);
+
+	*cfd = *sfd = -1;
+	EXPECT_NE(NULL, c);
+	*lfd = rdmashare_listen_fd(port, 4, 0, 0);
+	EXPECT_LE(0, *lfd);
+	if (!c || *lfd < 0)
+		return c;
+	*cfd = rdmashare_connect_file(c, (struct sockaddr *)&sin, 20000, 65536, 0);
+	EXPECT_LE(0, *cfd);
+	*sfd = rdmashare_accept_fd(*lfd, NULL, NULL, 0);
+	EXPECT_LE(0, *sfd);
+	return c;
+}
+
+/* zcopy_min at 256 KiB for the test, put back whatever happens to it. */
+FIXTURE(zc)
+{
+	char min[32];
+	struct rdmashare *c;
+	int cfd, sfd, lfd;
+};
+
+FIXTURE_SETUP(zc)
+{
+	self->c = NULL;
+	self->cfd = self->sfd = self->lfd = -1;
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/zcopy_min", self->min, sizeof(self->min)));
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/zcopy_min", "262144"));
+}
+
+FIXTURE_TEARDOWN(zc)
+{
+	rs_write_file(RS_SYSFS "/zcopy_min", self->min);
+	if (self->cfd >= 0)
+		close(self->cfd);
+	if (self->sfd >= 0)
+		close(self->sfd);
+	if (self->lfd >= 0)
+		close(self->lfd);
+	if (self->c)
+		rdmashare_close(self->c);
+}
+
+#define PAIR(port)	do {							\
+	self->c = pair(_metadata, (port), &self->cfd, &self->sfd, &self->lfd);	\
+	ASSERT_LE(0, self->cfd);						\
+	ASSERT_LE(0, self->sfd);						\
+} while (0)
+
+/*
+ * One 4 MiB write while the peer reads: every byte goes from the writer's
+ * pages (tx_zcopy), none is copied by the sending kernel (write_copied,
+ * tx_copied); the reader's read(2) copies them out of its slots
+ * (read_copied).  VmPin is where it was once the write returned.
+ */
+TEST_F_TIMEOUT(zc, sends_from_own_pages, 120)
+{
+	struct reader r = { .total = 4 * MIB, .seed = 1 };
+	unsigned char *buf = malloc(4 * MIB);
+	struct counts d, c0;
+	long pin0;
+
+	PAIR(PORT);
+	/* The pair's data and file areas count in VmPin too. */
+	pin0 = vm_pin();
+	r.fd = self->sfd;
+	ASSERT_NE(NULL, buf);
+	ASSERT_LE(0, pin0);
+	fill(buf, 4 * MIB, 0, 1);
+	c0 = counts();
+	ASSERT_EQ(0, reader_start(&r));
+	EXPECT_EQ(4 * MIB, write(self->cfd, buf, 4 * MIB));
+	EXPECT_EQ(4 * MIB, reader_end(&r));
+	d = since(c0);
+	TH_LOG("zcopy %ld, write_copied %ld, tx_copied %ld, read_copied %ld",
+	       d.zcopy, d.write_copied, d.tx_copied, d.read_copied);
+	EXPECT_EQ(4 * MIB, d.zcopy);
+	EXPECT_EQ(0, d.write_copied);
+	EXPECT_EQ(0, d.tx_copied);
+	EXPECT_EQ(4 * MIB, d.read_copied);
+	EXPECT_EQ(pin0, vm_pin());
+	free(buf);
+}
+
+struct writer {
+	int fd;
+	const void *buf;
+	size_t len;
+	ssize_t ret;
+	int err;
+	pthread_t thread;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+
+	w->ret = write(w->fd, w->buf, w->len);
+	w->err = errno;
+	return NULL;
+}
+
+/*
+ * The write returns only once its SENDs completed: the reader starts
+ * 400 ms late, so the write waits, with what the receiver's slots cannot
+ * take pinned (VmPin up by 2 MiB at least of the 8); once it returned,
+ * the buffer is overwritten at once, and the reader still gets what was
+ * written.
+ */
+TEST_F_TIMEOUT(zc, returns_when_sent, 120)
+{
+	struct reader r = { .total = 8 * MIB, .seed = 2, .delay_ms = 400 };
+	unsigned char *buf = malloc(8 * MIB);
+	struct writer w = { .buf = buf, .len = 8 * MIB };
+	long pin0, pin_mid;
+
+	PAIR(PORT + 1);
+	pin0 = vm_pin();
+	r.fd = self->sfd;
+	w.fd = self->cfd;
+	ASSERT_NE(NULL, buf);
+	fill(buf, 8 * MIB, 0, 2);
+	ASSERT_EQ(0, reader_start(&r));
+	ASSERT_EQ(0, pthread_create(&w.thread, NULL, writer_fn, &w));
+	usleep(200000);
+	pin_mid = vm_pin();
+	pthread_join(w.thread, NULL);
+	memset(buf, 0xee, 8 * MIB);
+	EXPECT_EQ(8 * MIB, w.ret);
+	EXPECT_EQ(8 * MIB, reader_end(&r));
+	TH_LOG("VmPin %ld kB, %ld kB during the write", pin0, pin_mid);
+	EXPECT_LE(pin0 + 2048, pin_mid);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+	free(buf);
+}
+
+/*
+ * Run @fn as user nobody (no CAP_IPC_LOCK) with RLIMIT_MEMLOCK at @limit
+ * bytes, in a child: its exit status.
+ */
+static int as_nobody(size_t limit, int (*fn)(int cfd, int sfd), int cfd, int sfd)
+{
+	struct rlimit rl = { .rlim_cur = limit, .rlim_max = limit };
+	pid_t pid = fork();
+
+	if (!pid) {
+		if (setrlimit(RLIMIT_MEMLOCK, &rl) || setgid(65534) || setuid(65534))
+			_exit(90);
+		_exit(fn(cfd, sfd));
+	}
+	return pid < 0 ? -1 : rs_wait_child(pid);
+}
+
+/* Write @len bytes in one write(2) while a thread reads them: 0 if all came right. */
+static int write_read(int cfd, int sfd, size_t len)
+{
+	struct reader r = { .fd = sfd, .total = len, .seed = 3 };
+	unsigned char *buf = malloc(len);
+	long pin0 = vm_pin();
+	ssize_t n;
+
+	if (!buf || reader_start(&r))
+		return 91;
+	fill(buf, len, 0, 3);
+	n = write(cfd, buf, len);
+	if (reader_end(&r) != (ssize_t)len)
+		return 92;
+	if (n != (ssize_t)len)
+		return 93;
+	return vm_pin_back(pin0) != pin0 ? 94 : 0;
+}
+
+static int write_read_1m(int cfd, int sfd)
+{
+	return write_read(cfd, sfd, MIB);
+}
+
+static int write_read_4m(int cfd, int sfd)
+{
+	return write_read(cfd, sfd, 4 * MIB);
+}
+
+/*
+ * Past RLIMIT_MEMLOCK (64 KiB, for a user without CAP_IPC_LOCK) a write
+ * is copied: every byte comes, nothing is pinned.
+ */
+TEST_F_TIMEOUT(zc, memlock_limit_copies, 120)
+{
+	struct counts d, c0;
+
+	PAIR(PORT + 2);
+	c0 = counts();
+	EXPECT_EQ(0, as_nobody(64 << 10, write_read_1m, self->cfd, self->sfd));
+	d = since(c0);
+	EXPECT_EQ(0, d.zcopy);
+	EXPECT_LE(MIB, d.write_copied);
+}
+
+/*
+ * With room for one write's SEND (1 MiB) but not two under the limit, a
+ * 4 MiB write waits for its own pages to go back, and goes on from the
+ * writer's pages: nothing copied.
+ */
+TEST_F_TIMEOUT(zc, memlock_limit_waits, 120)
+{
+	struct counts d, c0;
+
+	PAIR(PORT + 3);
+	c0 = counts();
+	EXPECT_EQ(0, as_nobody(MIB + (512 << 10), write_read_4m, self->cfd, self->sfd));
+	d = since(c0);
+	EXPECT_EQ(4 * MIB, d.zcopy);
+	EXPECT_EQ(0, d.write_copied);
+}
+
+/* zcopy_min 0, a write under zcopy_min and a non-blocking write copy. */
+TEST_F_TIMEOUT(zc, copies_otherwise, 120)
+{
+	struct counts d, c0;
+
+	PAIR(PORT + 4);
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/zcopy_min", "0"));
+	c0 = counts();
+	EXPECT_EQ(0, write_read(self->cfd, self->sfd, MIB));
+	d = since(c0);
+	EXPECT_EQ(0, d.zcopy);
+	EXPECT_LE(MIB, d.write_copied);
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/zcopy_min", "2097152"));
+	c0 = counts();
+	EXPECT_EQ(0, write_read(self->cfd, self->sfd, MIB));
+	d = since(c0);
+	EXPECT_EQ(0, d.zcopy);
+
+	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/zcopy_min", "262144"));
+	ASSERT_EQ(0, fcntl(self->cfd, F_SETFL, O_NONBLOCK));
+	c0 = counts();
+	{
+		unsigned char *buf = calloc(1, MIB);
+		ssize_t n;
+
+		ASSERT_NE(NULL, buf);
+		n = write(self->cfd, buf, MIB);
+		EXPECT_LT(0, n);
+		free(buf);
+	}
+	d = since(c0);
+	EXPECT_EQ(0, d.zcopy);
+}
+
+/*
+ * Pages that cannot all be pinned (the second half of the buffer is not
+ * mapped): the write is copied up to the hole and returns those bytes, as
+ * TCP's would; nothing stays pinned.  A read-only buffer is sent from its
+ * pages (the device only reads them).
+ */
+TEST_F_TIMEOUT(zc, hole_and_readonly, 120)
+{
+	struct reader r = { .total = MIB / 2, .seed = 4 };
+	struct counts d, c0;
+	unsigned char *buf;
+	long pin0;
+
+	PAIR(PORT + 5);
+	pin0 = vm_pin();
+	r.fd = self->sfd;
+	buf = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	fill(buf, MIB / 2, 0, 4);
+	ASSERT_EQ(0, munmap(buf + MIB / 2, MIB / 2));
+	ASSERT_EQ(0, reader_start(&r));
+	EXPECT_EQ(MIB / 2, write(self->cfd, buf, MIB));
+	EXPECT_EQ(MIB / 2, reader_end(&r));
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+
+	r.seed = 5;
+	fill(buf, MIB / 2, 0, 5);
+	ASSERT_EQ(0, mprotect(buf, MIB / 2, PROT_READ));
+	c0 = counts();
+	ASSERT_EQ(0, reader_start(&r));
+	EXPECT_EQ(MIB / 2, write(self->cfd, buf, MIB / 2));
+	EXPECT_EQ(MIB / 2, reader_end(&r));
+	d = since(c0);
+	EXPECT_EQ(MIB / 2, d.zcopy);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+	munmap(buf, MIB / 2);
+}
+
+/*
+ * writev(2) of pieces above and below zcopy_min: the large ones go from
+ * their pages, the rest is copied, every byte in order.
+ */
+TEST_F_TIMEOUT(zc, writev_mixed, 120)
+{
+	size_t lens[4] = { 300 << 10, 10, 600 << 10, 5000 }, total = 0, i;
+	struct reader r = { .seed = 6 };
+	unsigned char *buf = malloc(2 * MIB);
+	struct iovec iov[4];
+	struct counts d, c0;
+
+	PAIR(PORT + 6);
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < 4; i++) {
+		iov[i].iov_base = buf + total + i * 4096;
+		iov[i].iov_len = lens[i];
+		fill(iov[i].iov_base, lens[i], total, 6);
+		total += lens[i];
+	}
+	r.fd = self->sfd;
+	r.total = total;
+	c0 = counts();
+	ASSERT_EQ(0, reader_start(&r));
+	EXPECT_EQ((ssize_t)total, writev(self->cfd, iov, 4));
+	EXPECT_EQ((ssize_t)total, reader_end(&r));
+	d = since(c0);
+	TH_LOG("zcopy %ld, write_copied %ld", d.zcopy, d.write_copied);
+	EXPECT_LE(300 << 10, d.zcopy);
+	EXPECT_EQ((long)total, d.zcopy + d.write_copied);
+	free(buf);
+}
+
+/*
+ * The peer closes its end in the middle of an 8 MiB write: the write
+ * ends (with the bytes before, or EPIPE/ECONNRESET), and the pages are
+ * unpinned and uncharged.
+ */
+TEST_F_TIMEOUT(zc, peer_closes_mid_write, 120)
+{
+	struct reader r = { .total = 8 * MIB, .seed = 7, .close_after = MIB };
+	unsigned char *buf = malloc(8 * MIB);
+	struct writer w = { .buf = buf, .len = 8 * MIB };
+	long pin0;
+
+	PAIR(PORT + 7);
+	pin0 = vm_pin();
+	r.fd = self->sfd;
+	w.fd = self->cfd;
+	ASSERT_NE(NULL, buf);
+	fill(buf, 8 * MIB, 0, 7);
+	signal(SIGPIPE, SIG_IGN);
+	ASSERT_EQ(0, reader_start(&r));
+	ASSERT_EQ(0, pthread_create(&w.thread, NULL, writer_fn, &w));
+	pthread_join(w.thread, NULL);
+	reader_end(&r);
+	self->sfd = -1;		/* the reader closed it */
+	TH_LOG("write: %zd (%s)", w.ret, w.ret < 0 ? strerror(w.err) : "bytes");
+	EXPECT_TRUE(w.ret < 0 ? w.err == EPIPE || w.err == ECONNRESET : w.ret < 8 * MIB);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+	free(buf);
+}
+
+TEST_HARNESS_MAIN
