@@ -31,6 +31,9 @@
 #              transport-guest.sh runs it
 #   rs-stream  rdmashare's stream on 1 AC file (-F: a write(2) per message,
 #              read(2) at the server): what the preload adds to AC files
+#   zcopy      rs-stream -F again, its writes copied (zcopy_min 0) and sent
+#              from the writer's pages (zcopy_min at the write size), at
+#              RS_BENCH_ZC_SIZES (default 16 KiB to 4 MiB): the crossover
 #
 # at 64 B, 4 KiB, 64 KiB and 1 MiB (RS_BENCH_SIZES).  Once, before the
 # rounds, SMC-R as a new user would try it (modprobe smc, an AF_SMC stream
@@ -38,7 +41,8 @@
 #
 # Results go to $RS_WORK/sockets.tsv, one line per number: round, tool,
 # size, metric, value.  tool is PROGRAM-TRANSPORT (iperf3-tcp,
-# sockperf-rdmashare, ...), rstream or rs-stream-files.  Metrics: bw_MBps
+# sockperf-rdmashare, ...), rstream, rs-stream-files, rs-stream-copy or
+# rs-stream-zcopy.  Metrics: bw_MBps
 # (10^6 bytes/s of payload), rate_msgps, lat_p50_us and lat_mean_us (one
 # way: half the round trip), tp_MBps and tp_rate_msgps (sockperf's
 # throughput mode), set_rps and get_rps (redis), bw_bytes (what the
@@ -55,7 +59,7 @@
 # RS_BENCH_TIME (seconds of iperf3 and sockperf, default 3), RS_BENCH_SCALE
 # (multiplies the message and request counts, default 1), RS_BENCH_SIZES
 # (default "64 4096 65536 1048576"), RS_BENCH_PARTS (default "iperf3
-# sockperf redis rstream rsstream"), RS_BENCH_TRANSPORTS (default "tcp
+# sockperf redis rstream rsstream zcopy"), RS_BENCH_TRANSPORTS (default "tcp
 # rdmashare rspreload"), RS_BENCH_SMC (default 1: the SMC-R try).
 
 set -euo pipefail
@@ -347,7 +351,7 @@ bench_rstream() {
 # rs-stream on one AC file (-F), the server's count.
 
 rsstream_one() {
-	local size=$1 tool=rs-stream-files n l spid v
+	local size=$1 tool=${2:-rs-stream-files} n l spid v
 	n=$(n_of bw "$size")
 	l=$logs/$tool-$size
 	port=$((port + 1))
@@ -381,6 +385,22 @@ bench_rsstream() {
 	for size in "${sizes[@]}"; do
 		rsstream_one "$size"
 	done
+}
+
+# The copy/zero-copy crossover: rs-stream -F with writes copied into the
+# send buffer (zcopy_min 0: rs-stream-copy) and sent from the writer's own
+# pages (zcopy_min at the write size: rs-stream-zcopy), one after the
+# other at each size of RS_BENCH_ZC_SIZES.
+bench_zcopy() {
+	local size old
+	old=$(cat "$sys/zcopy_min")
+	for size in ${RS_BENCH_ZC_SIZES:-16384 65536 262144 1048576 4194304}; do
+		echo 0 >"$sys/zcopy_min"
+		rsstream_one "$size" rs-stream-copy
+		echo "$size" >"$sys/zcopy_min"
+		rsstream_one "$size" rs-stream-zcopy
+	done
+	echo "$old" >"$sys/zcopy_min"
 }
 
 # ---------------------------------------------------------------------------
@@ -492,7 +512,7 @@ for rep in $(seq 1 "$repeat"); do
 	log "round $rep of $repeat"
 	logs=$logroot/r$rep
 	mkdir -p "$logs"
-	for part in ${RS_BENCH_PARTS:-iperf3 sockperf redis rstream rsstream}; do
+	for part in ${RS_BENCH_PARTS:-iperf3 sockperf redis rstream rsstream zcopy}; do
 		"bench_$part"
 	done
 done

@@ -32,6 +32,7 @@ REDIS_TOOLS = [("redis-tcp", "TCP"), ("redis-rdmashare", "rdmashare-run")]
 BW_KINDS = ("iperf3", "sockperf tp", "rstream bw", "rs-stream")
 LAT_KINDS = ("sockperf pp", "rstream lat")
 PRELOAD_TARGETS = [(65536, 0.9), (64, 0.75)]  # issue #33: within 10% and 25%
+ZCOPY_TARGET = (1048576, 1.3)  # issue #33: zero copy at 1 MiB >= 1.3x the copy
 
 
 def fmt_big(v):
@@ -51,6 +52,7 @@ def fmt_n(v):
 class Results:
     def __init__(self, path):
         self.vals = collections.defaultdict(list)
+        self.by_round = collections.defaultdict(dict)
         self.fails = collections.defaultdict(list)
         self.rounds = set()
         with open(path) as f:
@@ -63,9 +65,20 @@ class Results:
                     self.fails[(tool, int(size))].append(value)
                 else:
                     self.vals[(tool, int(size), metric)].append(float(value))
+                    self.by_round[(tool, int(size), metric)][r] = float(value)
 
     def med(self, tool, size, metric):
         v = self.vals.get((tool, size, metric))
+        return statistics.median(v) if v else None
+
+    def paired(self, tool, base, size, metric):
+        """The median over rounds of @tool's value over @base's in the same
+        round (measured one after the other: less noise than a ratio of
+        medians)."""
+        a, b = self.by_round.get((tool, size, metric)), self.by_round.get((base, size, metric))
+        if not a or not b:
+            return None
+        v = [a[r] / b[r] for r in a if r in b and b[r]]
         return statistics.median(v) if v else None
 
     def spread(self, tool, size, metric):
@@ -170,14 +183,29 @@ def main():
                      "rxe pkts", "TCP segs", "notes"], rows, left=2))
         print()
 
+    # The copy/zero-copy crossover.
+    zsizes = sorted({k[1] for k in res.vals if k[0] == "rs-stream-zcopy"} |
+                    {k[1] for k in res.fails if k[0] == "rs-stream-zcopy"})
+    rows = []
+    for size in zsizes:
+        c, z = med("rs-stream-copy", size, "bw_MBps"), med("rs-stream-zcopy", size, "bw_MBps")
+        rows.append([size_name(size), fmt(c), fmt(z),
+                     fmt(res.paired("rs-stream-zcopy", "rs-stream-copy", size, "bw_MBps")),
+                     fail_cell(res, "rs-stream-copy", size) + fail_cell(res, "rs-stream-zcopy", size)])
+    if rows:
+        print("AC file writes copied (zcopy_min 0) and from the writer's pages")
+        print("(zcopy_min at the write size), rs-stream -F, one AC file; x copied is")
+        print("the median of each round's ratio (the two run one after the other):")
+        print()
+        print(table(["write", "copied MB/s", "zero copy MB/s", "x copied", "notes"], rows, left=1))
+        print()
+
     print("x TCP: ratio to the same program over plain TCP to the same address in")
     print("the same run (rstream and rs-stream: to iperf3 over TCP at the same")
     print("write size); MB/s, msg/s, requests/s: higher is better, latency: lower.")
     print("rxe pkts: packets rxe0 sent during the measurement (0: not over RDMA);")
     print("TCP segs: TCP segments sent meanwhile (both ends, control included).")
-    print("sockperf's 1 MiB is 1048575 B, its largest message.  No zero copy from")
-    print("the caller's pages yet: every AC file write is copied into the send")
-    print("buffer, so there is no copy/zero-copy crossover to plot.")
+    print("sockperf's 1 MiB is 1048575 B, its largest message.")
     if notes:
         print()
         for i, n in enumerate(notes):
@@ -220,6 +248,11 @@ def main():
         if ts is not None:
             print("  (sockperf tp under rdmashare-run vs librspreload: %s)" % (
                 "%s x" % fmt(ts / to) if to else "librspreload moved nothing"))
+    size, bound = ZCOPY_TARGET
+    r = res.paired("rs-stream-zcopy", "rs-stream-copy", size, "bw_MBps")
+    if r is not None:
+        print("* zero copy at %s: %s x the copy (target >= %.1f): %s" % (
+            size_name(size), fmt(r), bound, "met" if r >= bound else "missed"))
     for size, bound in PRELOAD_TARGETS:
         r = ratio(med("iperf3-rdmashare", size, "bw_MBps"), med("rs-stream-files", size, "bw_MBps"))
         sp = [s for s in (res.spread("iperf3-rdmashare", size, "bw_MBps"),
