@@ -263,8 +263,8 @@ static void rs_acfile_sndbuf_gone(struct rs_ac *ac)
 void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 {
 	struct rs_acfile *af = ac->af;
-	struct rs_zc *zc, *put = NULL;
 	unsigned long flags;
+	struct rs_zc *zc;
 	u32 i;
 
 	if (op == &af->close_op) {
@@ -281,21 +281,17 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 		af->tx_fail_at = af->tx_tail;
 	}
 	af->op_done[op - af->ops] = true;
+	/* Its SENDs that carried chunks may hold the pages on. */
+	zc = op->zc;
+	op->zc = NULL;
 	while (af->op_tail != af->op_head) {
 		i = af->op_tail % RS_ACFILE_OPS;
 		if (!af->op_done[i])
 			break;
 		af->op_done[i] = false;
 		af->tx_tail += af->ops[i].len;
-		zc = af->ops[i].zc;
-		if (zc) {
-			/* Its SENDs that carried chunks may hold the pages on. */
-			af->ops[i].zc = NULL;
-			zc->next = put;
-			put = zc;
-		} else {
+		if (!af->ops[i].user_pages)
 			af->sndbuf_used -= af->ops[i].len;
-		}
 		af->op_tail++;
 	}
 	/* The old buffer's writes are done: none still sends from it. */
@@ -305,7 +301,8 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 	}
 	rs_acfile_sndbuf_gone(ac);
 	spin_unlock_irqrestore(&af->lock, flags);
-	rs_zc_put_list(put);
+	if (zc)
+		rs_zc_put(zc);
 	rs_acfile_wake(ac, EPOLLOUT | EPOLLWRNORM);
 }
 
@@ -776,12 +773,13 @@ static bool rs_acfile_zc_wanted(struct rs_ac *ac, struct iov_iter *from, unsigne
  * Called with the write lock held: the first RS_ACFILE_ZC_MAX bytes at
  * most of @seg, @from's next, are a SEND from the writer's own pages,
  * queued after what MSG_MORE held back; *@last becomes the number after
- * its operation's.  The bytes queued; 0 if they are to be copied (no room
- * in the ring of writes, pages that cannot be pinned or mapped); -ENOMEM
+ * its operation's, and the pages join the writer's *@list (a reference
+ * of its own).  The bytes queued; 0 if they are to be copied (no room in
+ * the ring of writes, pages that cannot be pinned or mapped); -ENOMEM
  * past RLIMIT_MEMLOCK or without memory; or why the AC cannot send.
  */
 static ssize_t rs_acfile_send_zc(struct rs_ac *ac, struct iov_iter *from,
-				 const struct iovec *seg, u32 *last)
+				 const struct iovec *seg, u32 *last, struct rs_zc **list)
 {
 	size_t len = min_t(size_t, seg->iov_len, RS_ACFILE_ZC_MAX);
 	struct rs_qp *qp = READ_ONCE(ac->qp);
@@ -804,10 +802,14 @@ static ssize_t rs_acfile_send_zc(struct rs_ac *ac, struct iov_iter *from,
 	memset(op, 0, sizeof(*op));
 	op->opcode = RDMASHARE_OP_SEND;
 	op->file = true;
+	op->user_pages = true;
 	op->addr = offset_in_page(seg->iov_base);
 	op->len = len;
 	op->user_data = af->tx_head;
 	op->zc = zc;
+	zc->op = op;
+	/* The writer's: the operation's may go as soon as it is queued. */
+	kref_get(&zc->ref);
 	spin_lock_irq(&af->lock);
 	af->tx_head += len;
 	af->op_head++;
@@ -821,8 +823,11 @@ static ssize_t rs_acfile_send_zc(struct rs_ac *ac, struct iov_iter *from,
 		spin_unlock_irq(&af->lock);
 		op->zc = NULL;
 		rs_zc_put(zc);
+		rs_zc_put(zc);
 		return ret;
 	}
+	zc->next = *list;
+	*list = zc;
 	*last = af->op_head;
 	iov_iter_advance(from, len);
 	rs_acfile_count(ac, RS_STAT_TX_ZCOPY, len);
@@ -834,6 +839,59 @@ static bool rs_acfile_zc_done(struct rs_ac *ac, u32 last)
 	return (s32)(READ_ONCE(ac->af->op_tail) - last) >= 0 || rs_acfile_tx_err(ac);
 }
 
+/* Called with @ac's QP's lock held: is @op still queued, not all sent? */
+static bool rs_acfile_op_queued(struct rs_ac *ac, const struct rs_send *op)
+{
+	const struct rs_send *o;
+
+	list_for_each_entry(o, &ac->sendq, node)
+		if (o == op)
+			return true;
+	return false;
+}
+
+/*
+ * A signal came while a write's pages were on the wire: what its SENDs
+ * have not taken yet goes from a copy in kernel pages (rs_zc_bounce()),
+ * at the same offsets; then only the SENDs posted from the writer's pages
+ * keep them, which complete without the peer's reader.  0 once none does
+ * (the write is then as good as copied), or -ERESTARTSYS for a fatal
+ * signal.  Without memory for a copy, a piece keeps its pages, and the
+ * wait is for it to be sent.
+ */
+static int rs_acfile_zc_bounce(struct rs_ac *ac, struct rs_zc *list)
+{
+	struct rs_qp *qp = ac->qp;
+	struct rs_zc *zc, *b;
+	bool queued;
+	u32 unsent;
+	int ret;
+
+	for (zc = list; zc; zc = zc->next) {
+		b = rs_zc_bounce(zc);
+		if (!b)
+			continue;
+		spin_lock_irq(&qp->lock);
+		/* Queued, it has not completed: its pages are its own. */
+		queued = rs_acfile_op_queued(ac, zc->op) && zc->op->zc == zc;
+		if (queued) {
+			zc->op->zc = b;
+			unsent = zc->op->len - zc->op->sent;
+		}
+		spin_unlock_irq(&qp->lock);
+		/* The operation's reference to the pages, or the unused copy. */
+		rs_zc_put(queued ? zc : b);
+		if (queued)
+			rs_acfile_count(ac, RS_STAT_WRITE_COPIED, unsent);
+	}
+	for (zc = list; zc; zc = zc->next) {
+		ret = rs_zc_wait_alone(zc);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /*
  * A write from the writer's own pages returns once its SENDs completed:
  * then the pages are the writer's again.  Or once the stream failed (the
@@ -841,31 +899,43 @@ static bool rs_acfile_zc_done(struct rs_ac *ac, u32 last)
  * returns the bytes from @start on (its first) that went before, if any,
  * in *@done, or the error; what the peer gets of the rest is not known,
  * as for any write that fails, and its SENDs keep the pages until they
- * are done.  Of signals, only a fatal one ends the wait: the buffer is
- * the writer's only once the write returns.
+ * are done.  A signal ends the wait as it ends a TCP writer's, once no
+ * SEND reads the writer's pages (rs_acfile_zc_bounce()): the write
+ * returns what it wrote (-ERESTARTSYS, *@done as it is).  The writer's
+ * references go.
  */
-static int rs_acfile_zc_wait(struct rs_ac *ac, bool *any, u32 last, u32 start, size_t *done)
+static int rs_acfile_zc_wait(struct rs_ac *ac, struct rs_zc **list, u32 last, u32 start,
+			     size_t *done)
 {
 	struct rs_acfile *af = ac->af;
+	struct rs_zc *zc, *next;
+	int ret, err = 0;
 	bool passed;
-	int ret, err;
 	s32 good;
 
-	if (!*any)
+	if (!*list)
 		return 0;
-	ret = wait_event_killable(ac->wait, rs_acfile_zc_done(ac, last));
-	if (ret)
-		return ret;
-	*any = false;
+	ret = wait_event_interruptible(ac->wait, rs_acfile_zc_done(ac, last));
+	if (ret) {
+		err = rs_acfile_zc_bounce(ac, *list) ?: ret;
+		goto out_put;
+	}
 	spin_lock_irq(&af->lock);
 	passed = (s32)(af->op_tail - last) >= 0;
 	err = af->tx_error;
 	good = (err ? af->tx_fail_at : af->tx_tail) - start;
 	spin_unlock_irq(&af->lock);
 	if (passed && !err)
-		return 0;
+		goto out_put;
 	*done = good > 0 ? min_t(size_t, *done, good) : 0;
-	return err ?: rs_acfile_tx_err(ac);
+	err = err ?: rs_acfile_tx_err(ac);
+out_put:
+	for (zc = *list; zc; zc = next) {
+		next = zc->next;
+		rs_zc_put(zc);
+	}
+	*list = NULL;
+	return err;
 }
 
 /*
@@ -881,8 +951,8 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 {
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
+	struct rs_zc *zc_list = NULL;
 	size_t done = 0, copied;
-	bool zc_any = false;
 	u32 used, take, start, zc_last = 0;
 	struct iovec seg;
 	ssize_t ret = 0;
@@ -900,16 +970,15 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 		if (ret)
 			break;
 		if (rs_acfile_zc_wanted(ac, from, how, &seg)) {
-			ret = rs_acfile_send_zc(ac, from, &seg, &zc_last);
+			ret = rs_acfile_send_zc(ac, from, &seg, &zc_last, &zc_list);
 			if (ret > 0) {
 				done += ret;
-				zc_any = true;
 				continue;
 			}
-			if (ret == -ENOMEM && zc_any) {
+			if (ret == -ENOMEM && zc_list) {
 				/* Past RLIMIT_MEMLOCK: this write's pages go back first. */
 				mutex_unlock(&af->write_lock);
-				ret = rs_acfile_zc_wait(ac, &zc_any, zc_last, start, &done);
+				ret = rs_acfile_zc_wait(ac, &zc_list, zc_last, start, &done);
 				if (!ret && mutex_lock_killable(&af->write_lock))
 					ret = -EINTR;
 				if (ret)
@@ -990,8 +1059,8 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 	mutex_unlock(&af->write_lock);
 out_unlocked:
 	/* From the writer's pages: it returns once they went, or failed. */
-	if (zc_any)
-		ret = rs_acfile_zc_wait(ac, &zc_any, zc_last, start, &done);
+	if (zc_list)
+		ret = rs_acfile_zc_wait(ac, &zc_list, zc_last, start, &done);
 	if (done)
 		return done;
 	if (ret == -EPIPE && !(how & RS_IO_NOSIGNAL))

@@ -268,7 +268,8 @@ struct rs_send {
 	u32 seq;
 	u8 opcode;			/* RDMASHARE_OP_SEND, _CLOSE, _SHUTDOWN */
 	bool file;			/* an AC file's (acfile.c), not the pool's */
-	struct rs_zc *zc;		/* an AC file's write from its own pages */
+	bool user_pages;		/* an AC file's, from the writer's pages: */
+	struct rs_zc *zc;		/* them, until it completes (zcopy.c) */
 };
 
 /*

@@ -12,7 +12,10 @@
  * completed, when the application may reuse the buffer.  rxe has no
  * on-demand paging, nor do many NICs: the pages are pinned, for as long
  * as the write takes.  A write that cannot pin (the limit, a fault, no
- * memory) is copied instead.
+ * memory) is copied instead.  A signal that comes meanwhile turns what
+ * is not sent yet into a copy in kernel pages (rs_zc_bounce()): once the
+ * SENDs already posted from the writer's pages completed, the write
+ * returns, as a copied one would.
  *
  * Lifetimes.  The write's operation holds a reference, and so does each
  * SEND that carries a chunk of it (rs_tx_item.zc), taken when the sender
@@ -94,6 +97,13 @@ static void rs_zc_uncharge(struct rs_zc *zc, unsigned long n)
 	free_uid(zc->user);
 }
 
+/* The device no longer sees the first @n pages of @zc. */
+static void rs_zc_unmap(struct rs_zc *zc, unsigned long n)
+{
+	while (n--)
+		ib_dma_unmap_page(zc->map.rdev->ibdev, zc->map.dma[n], PAGE_SIZE, DMA_TO_DEVICE);
+}
+
 static void rs_zc_free(struct rs_zc *zc)
 {
 	kvfree(zc->map.dma);
@@ -150,6 +160,7 @@ struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
 	ret = -ENODEV;
 	if (!rs_zc_device_get(rdev))
 		goto out_unpin;
+	zc->map.rdev = rdev;
 	for (i = 0; i < n; i++) {
 		dma = ib_dma_map_page(ibdev, zc->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
 		if (ib_dma_mapping_error(ibdev, dma)) {
@@ -158,7 +169,6 @@ struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
 		}
 		zc->map.dma[i] = dma;
 	}
-	zc->map.rdev = rdev;
 	zc->map.dir = DMA_TO_DEVICE;
 	zc->map.nr_pages = n;
 	zc->nr_pages = n;
@@ -166,8 +176,7 @@ struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
 	return zc;
 
 out_unmap:
-	while (i--)
-		ib_dma_unmap_page(ibdev, zc->map.dma[i], PAGE_SIZE, DMA_TO_DEVICE);
+	rs_zc_unmap(zc, i);
 	rs_zc_device_put(rdev);
 out_unpin:
 	unpin_user_pages(zc->pages, got);
@@ -180,32 +189,100 @@ out_free:
 static void rs_zc_release(struct kref *ref)
 {
 	struct rs_zc *zc = container_of(ref, struct rs_zc, ref);
-	struct rs_device *rdev = zc->map.rdev;
 	unsigned long i;
 
-	for (i = 0; i < zc->nr_pages; i++)
-		ib_dma_unmap_page(rdev->ibdev, zc->map.dma[i], PAGE_SIZE, DMA_TO_DEVICE);
-	rs_zc_device_put(rdev);
-	unpin_user_pages(zc->pages, zc->nr_pages);
-	rs_zc_uncharge(zc, zc->nr_pages);
+	rs_zc_unmap(zc, zc->nr_pages);
+	rs_zc_device_put(zc->map.rdev);
+	if (zc->kernel) {
+		for (i = 0; i < zc->nr_pages; i++)
+			__free_page(zc->pages[i]);
+	} else {
+		unpin_user_pages(zc->pages, zc->nr_pages);
+		rs_zc_uncharge(zc, zc->nr_pages);
+	}
 	rs_zc_free(zc);
 }
 
-/* Drop a reference: the last unmaps, unpins and uncharges.  May sleep. */
+/*
+ * Drop a reference: the last unmaps, unpins and uncharges.  Process
+ * context.  Wakes rs_zc_wait_alone().
+ */
 void rs_zc_put(struct rs_zc *zc)
 {
-	kref_put(&zc->ref, rs_zc_release);
+	/* Only the address is used: @zc may be gone once another put. */
+	if (!kref_put(&zc->ref, rs_zc_release))
+		wake_up_var(zc);
 }
 
-/* Drop a reference to each of a list (rs_zc.next). */
-void rs_zc_put_list(struct rs_zc *zc)
+/*
+ * Wait until the caller's is the last reference to @zc: no SEND carries
+ * it any more, nor does its operation.  0, or -ERESTARTSYS for a fatal
+ * signal.
+ */
+int rs_zc_wait_alone(struct rs_zc *zc)
 {
-	struct rs_zc *next;
+	return wait_var_event_killable(zc, kref_read(&zc->ref) == 1);
+}
 
-	for (; zc; zc = next) {
-		next = zc->next;
-		rs_zc_put(zc);
+/**
+ * rs_zc_bounce() - a copy of a writer's pages in kernel pages
+ * @zc: the writer's, pinned and mapped
+ *
+ * For a write that a signal interrupts (acfile.c): what is not sent yet
+ * goes from the copy, at the same offsets, and the write returns once the
+ * SENDs already posted from @zc completed.  The copy is kernel memory,
+ * charged to the memory cgroup, not pinned user memory.
+ *
+ * Return: the copy, mapped for @zc's device, with one reference; NULL
+ * without memory or once the device goes.
+ */
+struct rs_zc *rs_zc_bounce(const struct rs_zc *zc)
+{
+	struct rs_device *rdev = zc->map.rdev;
+	unsigned long i = 0, got = 0;
+	struct rs_zc *b;
+	struct page *p;
+	u64 dma;
+
+	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+	if (!b)
+		return NULL;
+	b->kernel = true;
+	b->pages = kvcalloc(zc->nr_pages, sizeof(*b->pages), GFP_KERNEL_ACCOUNT);
+	b->map.dma = kvmalloc_array(zc->nr_pages, sizeof(*b->map.dma), GFP_KERNEL_ACCOUNT);
+	if (!b->pages || !b->map.dma)
+		goto out_free;
+	for (got = 0; got < zc->nr_pages; got++) {
+		p = alloc_page(GFP_KERNEL_ACCOUNT);
+		if (!p)
+			goto out_pages;
+		copy_highpage(p, zc->pages[got]);
+		b->pages[got] = p;
 	}
+	if (!rs_zc_device_get(rdev))
+		goto out_pages;
+	b->map.rdev = rdev;
+	for (i = 0; i < got; i++) {
+		dma = ib_dma_map_page(rdev->ibdev, b->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(rdev->ibdev, dma))
+			goto out_unmap;
+		b->map.dma[i] = dma;
+	}
+	b->map.dir = DMA_TO_DEVICE;
+	b->map.nr_pages = got;
+	b->nr_pages = got;
+	kref_init(&b->ref);
+	return b;
+
+out_unmap:
+	rs_zc_unmap(b, i);
+	rs_zc_device_put(rdev);
+out_pages:
+	while (got--)
+		__free_page(b->pages[got]);
+out_free:
+	rs_zc_free(b);
+	return NULL;
 }
 
 /*

@@ -16,8 +16,9 @@ struct user_struct;
 
 /**
  * struct rs_zc - a write's own pages, pinned and mapped for its AC's device
- * @ref: the write's operation holds one, each SEND that carries a chunk of
- *	it one (rs_tx_item.zc)
+ * @ref: the write's operation holds one until it completes, each SEND that
+ *	carries a chunk of it one (rs_tx_item.zc), and the writer one until
+ *	it returns
  * @map: the pages as the device sees them; offset 0 is the start of the
  *	first page
  * @pages: the pinned pages (FOLL_PIN)
@@ -25,7 +26,10 @@ struct user_struct;
  * @user: the writer, whose locked_vm counts them against RLIMIT_MEMLOCK
  * @acct: pages charged to @user (0 with CAP_IPC_LOCK)
  * @mm: the writer's, whose pinned_vm counts them (a grab held)
- * @next: on a list of references to drop (rs_zc_put_list())
+ * @op: the operation that sends from it (acfile.c), while it may
+ * @kernel: @pages are the kernel's own, a copy of a writer's
+ *	(rs_zc_bounce()): nothing pinned or charged
+ * @next: on the writer's list (acfile.c)
  */
 struct rs_zc {
 	struct kref ref;
@@ -35,13 +39,16 @@ struct rs_zc {
 	struct user_struct *user;
 	unsigned long acct;
 	struct mm_struct *mm;
+	struct rs_send *op;
+	bool kernel;
 	struct rs_zc *next;
 };
 
 struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len);
 void rs_zc_put(struct rs_zc *zc);
-void rs_zc_put_list(struct rs_zc *zc);
 void rs_zc_copy(const struct rs_zc *zc, u64 off, void *dst, u32 len);
+struct rs_zc *rs_zc_bounce(const struct rs_zc *zc);
+int rs_zc_wait_alone(struct rs_zc *zc);
 void rs_zc_device_gone(struct rs_device *rdev);
 
 #endif /* _RDMASHARE_ZCOPY_H */

@@ -9,7 +9,8 @@
  * Below the threshold, non-blocking, past RLIMIT_MEMLOCK (for a user
  * without CAP_IPC_LOCK) or from pages that cannot be pinned, a write is
  * copied, and every byte still comes, in order.  The pins go back when the
- * peer closes in the middle of a write.
+ * peer closes in the middle of a write.  A signal ends the write's wait,
+ * what was not sent yet then copied.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -298,6 +299,56 @@ TEST_F_TIMEOUT(zc, returns_when_sent, 120)
 	TH_LOG("VmPin %ld kB, %ld kB during the write", pin0, pin_mid);
 	EXPECT_LE(pin0 + 2048, pin_mid);
 	EXPECT_EQ(pin0, vm_pin_back(pin0));
+	free(buf);
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A signal ends a write that waits for its pages to be sent, as it ends
+ * a TCP writer's wait: what was not sent yet is copied (write_copied), the
+ * write returns every byte at once, long before the reader (1.5 s late)
+ * takes any, with nothing pinned any more; the buffer is overwritten at
+ * once, and the reader still gets what was written.
+ */
+TEST_F_TIMEOUT(zc, signal_copies_rest, 120)
+{
+	struct reader r = { .total = 8 * MIB, .seed = 8, .delay_ms = 1500 };
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	unsigned char *buf = malloc(8 * MIB);
+	struct writer w = { .buf = buf, .len = 8 * MIB };
+	struct counts d, c0;
+	long pin0, pin_after;
+	double t0, took;
+
+	PAIR(PORT + 8);
+	pin0 = vm_pin();
+	r.fd = self->sfd;
+	w.fd = self->cfd;
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	fill(buf, 8 * MIB, 0, 8);
+	c0 = counts();
+	t0 = rs_now();
+	ASSERT_EQ(0, reader_start(&r));
+	ASSERT_EQ(0, pthread_create(&w.thread, NULL, writer_fn, &w));
+	usleep(300000);
+	ASSERT_EQ(0, pthread_kill(w.thread, SIGUSR1));
+	pthread_join(w.thread, NULL);
+	took = rs_now() - t0;
+	pin_after = vm_pin();
+	memset(buf, 0xee, 8 * MIB);
+	EXPECT_EQ(8 * MIB, w.ret) TH_LOG("%s", w.ret < 0 ? strerror(w.err) : "");
+	EXPECT_GT(1.4, took) TH_LOG("the write took %.2f s", took);
+	EXPECT_EQ(pin0, pin_after);
+	EXPECT_EQ(8 * MIB, reader_end(&r));
+	d = since(c0);
+	TH_LOG("write returned after %.2f s; zcopy %ld, write_copied %ld", took, d.zcopy,
+	       d.write_copied);
+	EXPECT_LT(0, d.write_copied);
 	free(buf);
 }
 
