@@ -104,6 +104,34 @@ static void rs_zc_unmap(struct rs_zc *zc, unsigned long n)
 		ib_dma_unmap_page(zc->map.rdev->ibdev, zc->map.dma[n], PAGE_SIZE, DMA_TO_DEVICE);
 }
 
+/*
+ * Map @zc's @n pages for @rdev, to be read: 0, -ENODEV once the device
+ * goes, or -EIO.  Ready for its first reference then.
+ */
+static int rs_zc_map(struct rs_zc *zc, struct rs_device *rdev, unsigned long n)
+{
+	unsigned long i;
+	u64 dma;
+
+	if (!rs_zc_device_get(rdev))
+		return -ENODEV;
+	zc->map.rdev = rdev;
+	for (i = 0; i < n; i++) {
+		dma = ib_dma_map_page(rdev->ibdev, zc->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(rdev->ibdev, dma)) {
+			rs_zc_unmap(zc, i);
+			rs_zc_device_put(rdev);
+			return -EIO;
+		}
+		zc->map.dma[i] = dma;
+	}
+	zc->map.dir = DMA_TO_DEVICE;
+	zc->map.nr_pages = n;
+	zc->nr_pages = n;
+	kref_init(&zc->ref);
+	return 0;
+}
+
 static void rs_zc_free(struct rs_zc *zc)
 {
 	kvfree(zc->map.dma);
@@ -127,12 +155,10 @@ static void rs_zc_free(struct rs_zc *zc)
  */
 struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
 {
-	unsigned long first = uaddr & PAGE_MASK, got = 0, i = 0;
+	unsigned long first = uaddr & PAGE_MASK, got = 0;
 	unsigned long n = (PAGE_ALIGN(uaddr + len) - first) >> PAGE_SHIFT;
-	struct ib_device *ibdev = rdev->ibdev;
 	struct rs_zc *zc;
 	long ret;
-	u64 dma;
 
 	if (!current->mm)
 		return ERR_PTR(-EFAULT);
@@ -157,27 +183,11 @@ struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
 		}
 		got += ret;
 	}
-	ret = -ENODEV;
-	if (!rs_zc_device_get(rdev))
+	ret = rs_zc_map(zc, rdev, n);
+	if (ret)
 		goto out_unpin;
-	zc->map.rdev = rdev;
-	for (i = 0; i < n; i++) {
-		dma = ib_dma_map_page(ibdev, zc->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(ibdev, dma)) {
-			ret = -EIO;
-			goto out_unmap;
-		}
-		zc->map.dma[i] = dma;
-	}
-	zc->map.dir = DMA_TO_DEVICE;
-	zc->map.nr_pages = n;
-	zc->nr_pages = n;
-	kref_init(&zc->ref);
 	return zc;
 
-out_unmap:
-	rs_zc_unmap(zc, i);
-	rs_zc_device_put(rdev);
 out_unpin:
 	unpin_user_pages(zc->pages, got);
 	rs_zc_uncharge(zc, n);
@@ -239,10 +249,9 @@ int rs_zc_wait_alone(struct rs_zc *zc)
 struct rs_zc *rs_zc_bounce(const struct rs_zc *zc)
 {
 	struct rs_device *rdev = zc->map.rdev;
-	unsigned long i = 0, got = 0;
+	unsigned long got = 0;
 	struct rs_zc *b;
 	struct page *p;
-	u64 dma;
 
 	b = kzalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
 	if (!b)
@@ -259,24 +268,10 @@ struct rs_zc *rs_zc_bounce(const struct rs_zc *zc)
 		copy_highpage(p, zc->pages[got]);
 		b->pages[got] = p;
 	}
-	if (!rs_zc_device_get(rdev))
+	if (rs_zc_map(b, rdev, got))
 		goto out_pages;
-	b->map.rdev = rdev;
-	for (i = 0; i < got; i++) {
-		dma = ib_dma_map_page(rdev->ibdev, b->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(rdev->ibdev, dma))
-			goto out_unmap;
-		b->map.dma[i] = dma;
-	}
-	b->map.dir = DMA_TO_DEVICE;
-	b->map.nr_pages = got;
-	b->nr_pages = got;
-	kref_init(&b->ref);
 	return b;
 
-out_unmap:
-	rs_zc_unmap(b, i);
-	rs_zc_device_put(rdev);
 out_pages:
 	while (got--)
 		__free_page(b->pages[got]);
