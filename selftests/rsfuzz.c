@@ -37,7 +37,8 @@
  * file, CONNECTs or ACCEPTs one, or ACCEPTs on or polls a listening file,
  * while the worker closes that file, closes the file that made it, or
  * does anything else.  A call that may wait runs on such a thread, which
- * SIGUSR1 stops if it waits long.
+ * SIGUSR1 stops if it waits long.  As root, zcopy_min is 4 KiB for the
+ * run: most writes go from the writers' own pages.
  *
  * With -d NETDEV (as root; a spare link, RS_TEST_NETDEV in the tests),
  * device removal during traffic: NETDEV gets 198.19.2.1/24, and a
@@ -1529,7 +1530,7 @@ int main(int argc, char **argv)
 	unsigned long budget = 20000, settle;
 	unsigned int procs = 3, secs = 120, i, failed = 0;
 	const char *netdev = NULL;
-	char linger[32] = "";
+	char linger[32] = "", zcopy_min[32] = "";
 	uint64_t seed = 0;
 	int opt, st, acs_left = -1;
 	pid_t *pids, chaos_pid = -1;
@@ -1576,6 +1577,14 @@ int main(int argc, char **argv)
 	if (!geteuid() && !rs_read_file(RS_SYSFS "/linger_ms", linger, sizeof(linger)) &&
 	    rs_write_file(RS_SYSFS "/linger_ms", "200"))
 		linger[0] = 0;
+	/*
+	 * Writes of 4 KiB and more from user memory go from the writers'
+	 * pages (zcopy.c), with the buffers above, the RLIMIT_MEMLOCK of
+	 * nobody, signals and closes; the old value comes back at the end.
+	 */
+	if (!geteuid() && !rs_read_file(RS_SYSFS "/zcopy_min", zcopy_min, sizeof(zcopy_min)) &&
+	    rs_write_file(RS_SYSFS "/zcopy_min", "4096"))
+		zcopy_min[0] = 0;
 	t0 = rs_now();
 	end = t0 + secs;
 	for (i = 0; i < procs; i++) {
@@ -1636,6 +1645,8 @@ int main(int argc, char **argv)
 	}
 	if (linger[0])
 		rs_write_file(RS_SYSFS "/linger_ms", linger);
+	if (zcopy_min[0])
+		rs_write_file(RS_SYSFS "/zcopy_min", zcopy_min);
 	printf("# rsfuzz: %s (seed %llu)\n", failed ? "FAILED" : "ok", (unsigned long long)seed);
 	return failed ? 1 : 0;
 }
