@@ -46,7 +46,8 @@
  *    least the job's payload, and TCP next to nothing.
  *  - train.tiny: ps-train, an MLP (784-16-10) on 1200 Fashion-MNIST
  *    samples for one epoch, 2 servers (the first layer split) and 2
- *    workers: the test loss falls, accuracy passes 0.4, and the final
+ *    workers, each node a process of its own (--server, --worker): the
+ *    test loss falls, accuracy passes 0.4, and the final
  *    weights' FNV-1a hash is the same over TCP and under rdmashare-run,
  *    where rdmashare carried worker 0's traffic at least.
  */
@@ -815,6 +816,19 @@ static long tcp_out_segs(void)
 	return snmp_get("Tcp", "OutSegs");
 }
 
+/*
+ * Wait up to 20 s until rdmashare listens on @port.  A preloaded listen()
+ * opens the TCP listener before rdmashare's, and a client that connects
+ * in between goes over TCP (rdmashare refused it): under rdmashare-run the
+ * nodes that connect to server 0 start only once both listen.
+ */
+static bool rs_listening(unsigned int port)
+{
+	return !rs_sh("for i in $(seq 200); do grep -qw %u "
+		      "/sys/kernel/debug/rdmashare/listeners 2>/dev/null && exit 0; "
+		      "sleep 0.1; done; exit 1", port);
+}
+
 FIXTURE(job) {
 };
 
@@ -859,7 +873,10 @@ TEST_F_TIMEOUT(job, run, 180)
 		rs0 = rs_devices_sum("stats/tx_bytes");
 	tcp0 = tcp_out_segs();
 	t0 = rs_now();
-	for (i = 0; i < (int)j.S; i++)
+	pids[n++] = start_role(&j, 's', 0, variant->preload);
+	if (variant->preload && module)
+		EXPECT_TRUE(rs_listening(j.port));
+	for (i = 1; i < (int)j.S; i++)
 		pids[n++] = start_role(&j, 's', i, variant->preload);
 	for (i = 0; i < (int)j.W; i++)
 		pids[n++] = start_role(&j, 'w', i, variant->preload);
@@ -1294,6 +1311,9 @@ TEST(wire_worker_rejects)
 /* ---- ps-train: Fashion-MNIST, data-parallel ---- */
 
 #define FMNIST	"/usr/share/datasets/fashion-mnist"
+/* Every node's model and data options: an MLP-16, its first layer split. */
+#define TRAIN_ARGS	"--model mlp --hidden 16 --train 1200 --test 500 --epochs 1 " \
+			"--batch 20 --lr 0.1 --seed 7 --big-bound 4096 --timeout 60000"
 
 struct train_out {
 	double loss0, loss1, acc1;
@@ -1301,23 +1321,47 @@ struct train_out {
 	char hash[32];
 };
 
-/* Run ps-train (under rdmashare-run if @preload) and read worker 0's report; 0 if whole. */
-static int run_train(unsigned int port, bool preload, struct train_out *o)
+/* Start ps-train as @role (--server 0, ...), preloaded if @preload; its output to /dev/null. */
+static pid_t train_node(const char *exe, unsigned int port, bool preload, const char *role)
+{
+	char cmd[2048];
+	pid_t pid;
+
+	snprintf(cmd, sizeof(cmd), "exec %s %s %s -H %s -p %u %s >/dev/null", preload ? run_path : "",
+		 exe, role, test_ip(), port, TRAIN_ARGS);
+	pid = fork();
+	if (!pid) {
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/*
+ * ps-train's nodes as processes of their own, preloaded if @preload:
+ * servers 0 and 1 and worker 1 in the background, worker 0 read.  0 if
+ * every node exited 0 and worker 0 reported it all.
+ */
+static int run_train(unsigned int port, bool preload, bool module, struct train_out *o)
 {
 	char cmd[2048], line[512], exe[600];
-	int got = 0;
+	int got = 0, st[3], ret;
+	pid_t pids[3];
 	FILE *f;
 
 	snprintf(exe, sizeof(exe), "%s/../../userlib/build/ps-train", dirname(strdupa(self_exe)));
-	snprintf(cmd, sizeof(cmd), "%s %s --local -H %s -p %u -S 2 -W 2 --model mlp --hidden 16 "
-		 "--train 1200 --test 500 --epochs 1 --batch 20 --lr 0.1 --seed 7 "
-		 "--big-bound 4096 --timeout 60000", preload ? run_path : "", exe, test_ip(),
-		 port);
-	f = popen(cmd, "r");
-	if (!f)
+	pids[0] = train_node(exe, port, preload, "--server 0 -S 2 -W 2");
+	if (preload && module && !rs_listening(port)) {
+		reap_all(pids, st, 1, 0);
 		return -1;
+	}
+	pids[1] = train_node(exe, port, preload, "--server 1");
+	pids[2] = train_node(exe, port, preload, "--worker 1");
+	snprintf(cmd, sizeof(cmd), "%s %s --worker 0 -H %s -p %u %s", preload ? run_path : "", exe,
+		 test_ip(), port, TRAIN_ARGS);
+	f = popen(cmd, "r");
 	memset(o, 0, sizeof(*o));
-	while (fgets(line, sizeof(line), f)) {
+	while (f && fgets(line, sizeof(line), f)) {
 		fputs(line, stderr);
 		if (sscanf(line, "epoch 0: test_loss %lf", &o->loss0) == 1)
 			got |= 1;
@@ -1328,7 +1372,9 @@ static int run_train(unsigned int port, bool preload, struct train_out *o)
 		else if (sscanf(line, "weights fnv1a64 %31s", o->hash) == 1)
 			got |= 4;
 	}
-	return pclose(f) || got != 7 ? -1 : 0;
+	ret = f ? pclose(f) : -1;
+	reap_all(pids, st, 3, 120);
+	return ret || st[0] || st[1] || st[2] || got != 7 ? -1 : 0;
 }
 
 FIXTURE(train) {
@@ -1356,12 +1402,12 @@ TEST_F_TIMEOUT(train, tiny, 300)
 
 	if (access(FMNIST "/train-images-idx3-ubyte.gz", R_OK))
 		SKIP(return, "no Fashion-MNIST (dataset-fashion-mnist)");
-	ASSERT_EQ(0, run_train(PORT + 30, false, &tcp));
+	ASSERT_EQ(0, run_train(PORT + 30, false, module, &tcp));
 	ASSERT_GT(tcp.loss0, tcp.loss1);
 	ASSERT_LT(0.4, tcp.acc1);
 	if (module)
 		rs0 = rs_devices_sum("stats/tx_bytes");
-	ASSERT_EQ(0, run_train(PORT + 31, true, &rs));
+	ASSERT_EQ(0, run_train(PORT + 31, true, module, &rs));
 	ASSERT_STREQ(tcp.hash, rs.hash);
 	ASSERT_EQ(tcp.loss1, rs.loss1);
 	if (!module)
