@@ -750,6 +750,11 @@ static bool rs_acfile_grow(struct rs_ac *ac)
 
 /* The most of a write one SEND from the writer's own pages takes. */
 #define RS_ACFILE_ZC_MAX	SZ_1M
+/*
+ * The most of a write copied before it is queued: the sender takes it
+ * (rxe sends it from its own context) while the next piece is copied.
+ */
+#define RS_ACFILE_PIPE		SZ_64K
 
 /*
  * Do @from's next bytes go from the writer's own pages (zcopy.c)?  If
@@ -942,8 +947,9 @@ out_put:
  * Writes: write(2), writev(2), splice(2) and sendfile(2) into the AC file
  * (iter_file_splice_write()), and RDMASHARE_IOC_SENDMSG.  A fault sends
  * what was copied before it: the write returns those bytes, or EFAULT if
- * there are none.  Each contiguous piece is a SEND; with RS_IO_MORE the
- * last one waits for the next write (rs_acfile_add()).  Pieces of user
+ * there are none.  Each contiguous piece, RS_ACFILE_PIPE at most, is a
+ * SEND; with RS_IO_MORE the last one waits for the next write
+ * (rs_acfile_add()), which it joins.  Pieces of user
  * memory of zcopy_min bytes or more go from the writer's pages instead
  * (rs_acfile_zc_wanted()); such a write returns when they went.
  */
@@ -1021,7 +1027,8 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 		spin_unlock_irq(&af->lock);
 		take = min3(iov_iter_count(from), (size_t)(af->sndbuf_len - used),
 			    (size_t)(af->sndbuf_len - af->tx_at));
-		take = min_t(u32, take, RS_PROTO_MAX_MSG);
+		/* Pipelined: a piece goes while the next is copied. */
+		take = min_t(u32, take, RS_ACFILE_PIPE);
 		if (af->corked && !rs_acfile_joins(af, take)) {
 			ret = rs_acfile_push(ac);
 			if (ret)
