@@ -483,51 +483,87 @@ static bool v6only(int fd)
 	return !real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, &len) && on;
 }
 
-RSP_EXPORT int listen(int fd, int backlog)
+/*
+ * rdmashare's listening file for the socket @fd, bound to @ss (@l filled
+ * in): its descriptor, or -1 (TCP only, and why said).
+ */
+static int rdma_listen(int fd, const struct sockaddr_storage *ss, int backlog,
+		       struct rdmashare_listen *l)
 {
-	struct rdmashare_listen l = { .size = sizeof(l), .flags = RDMASHARE_LISTEN_FD };
-	struct epoll_event ev = { .events = EPOLLIN };
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	int tcp = -1, dev, ep = -1, fl, fdfl;
-	struct rsp_fd *e = rsp(fd);
+	int dev;
 
-	if (kind(fd) != RSP_CAND || !e)
-		return real.listen(fd, backlog);
-	if (real.listen(fd, backlog) < 0)
-		return -1;
-	set_kind(fd, RSP_NONE);
-	if (real.getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
-	    !selected((struct sockaddr *)&ss, true))
-		return 0;
-
-	l.port = port_of((struct sockaddr *)&ss);
+	l->port = port_of((const struct sockaddr *)ss);
 	/*
 	 * rdmashare's port is one per number, for both families: an IPv6
 	 * listener that takes no IPv4 would get IPv4 connections meant for
 	 * an IPv4 listener of the same number (another process's, as Open
 	 * MPI's ranks choose their ports).  It stays on TCP.
 	 */
-	if (ss.ss_family == AF_INET6 && v6only(fd)) {
-		say("listen fd %d port %u: TCP only (IPV6_V6ONLY)", fd, l.port);
-		return 0;
+	if (ss->ss_family == AF_INET6 && v6only(fd)) {
+		say("listen fd %d port %u: TCP only (IPV6_V6ONLY)", fd, l->port);
+		return -1;
 	}
-	l.backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
-	l.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
-	l.file.sndbuf = SNDBUF;
-	l.max_files = LISTEN_FILES;
+	l->backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
+	l->file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
+	l->file.sndbuf = SNDBUF;
+	l->max_files = LISTEN_FILES;
 	dev = open(DEV_PATH, O_RDWR | O_CLOEXEC);
-	if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, &l) < 0) {
+	if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, l) < 0) {
 		/* Fewer send buffers if RLIMIT_MEMLOCK is small. */
-		l.max_files = 64;
-		if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, &l) < 0) {
-			say("listen port %u: TCP only (%s)", l.port, strerror(errno));
+		l->max_files = 64;
+		if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, l) < 0) {
+			say("listen port %u: TCP only (%s)", l->port, strerror(errno));
 			if (dev >= 0)
 				real.close(dev);
-			return 0;
+			return -1;
 		}
 	}
 	real.close(dev);
+	return l->file.fd;
+}
+
+RSP_EXPORT int listen(int fd, int backlog)
+{
+	struct rdmashare_listen l = { .size = sizeof(l), .flags = RDMASHARE_LISTEN_FD };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	int tcp = -1, ep = -1, fl, fdfl, lfd = -1, err;
+	struct rsp_fd *e = rsp(fd);
+
+	if (kind(fd) != RSP_CAND || !e)
+		return real.listen(fd, backlog);
+	/*
+	 * Bound to a port: rdmashare's listener first, so that no client
+	 * finds the TCP one alone and takes TCP (a preloaded client falls
+	 * back to TCP when rdmashare refuses).  An unbound socket gets its
+	 * port from listen(2): rdmashare's follows.
+	 */
+	if (!real.getsockname(fd, (struct sockaddr *)&ss, &len) &&
+	    port_of((struct sockaddr *)&ss) && selected((struct sockaddr *)&ss, true)) {
+		lfd = rdma_listen(fd, &ss, backlog, &l);
+		if (lfd < 0) {
+			set_kind(fd, RSP_NONE);
+			return real.listen(fd, backlog);
+		}
+	}
+	if (real.listen(fd, backlog) < 0) {
+		err = errno;
+		if (lfd >= 0)
+			real.close(lfd);
+		errno = err;
+		return -1;
+	}
+	set_kind(fd, RSP_NONE);
+	if (lfd < 0) {
+		len = sizeof(ss);
+		if (real.getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+		    !selected((struct sockaddr *)&ss, true))
+			return 0;
+		lfd = rdma_listen(fd, &ss, backlog, &l);
+		if (lfd < 0)
+			return 0;
+	}
 
 	/* The TCP listener moves; the program's number becomes the epoll. */
 	fl = fcntl(fd, F_GETFL);
