@@ -295,7 +295,11 @@ TEST_F_TIMEOUT(pl, sockperf, 180)
 		TH_LOG("sockperf, server on %s: %.0f round trips, %ld bytes over rdmashare",
 		       !mux[i] ? "recvfrom" : mux[i][0] == 's' ? "select" :
 		       mux[i][0] == 'p' ? "poll" : "epoll", seen, rs);
-		EXPECT_LT(100, seen);
+		/*
+		 * A ping-pong that works: the debug kernel makes 50 to 120
+		 * round trips a second here (98 in 2 s once, in CI).
+		 */
+		EXPECT_LT(20, seen);
 		/* Each round trip is 64 B each way. */
 		EXPECT_LE(seen * 128, rs);
 	}
