@@ -56,7 +56,8 @@
 /* Every mapping's place on its file's and its device's list. */
 static DEFINE_MUTEX(rs_dma_maps_lock);
 
-static void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n)
+/* The device no longer sees the first @n pages of @map. */
+void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n)
 {
 	struct ib_device *ibdev = map->rdev->ibdev;
 

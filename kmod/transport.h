@@ -681,6 +681,7 @@ void rs_dma_maps_prepare(struct rs_file *rf);
 void rs_dma_maps_init(struct rs_file *rf);
 void rs_dma_maps_free(struct rs_file *rf);
 void rs_dma_maps_device_gone(struct rs_device *rdev);
+void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n);
 u32 rs_dma_map_nr_sges(const struct rs_dma_map *map, u64 off, u32 len);
 u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		    struct ib_sge *sge, u32 max);

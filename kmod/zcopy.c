@@ -97,13 +97,6 @@ static void rs_zc_uncharge(struct rs_zc *zc, unsigned long n)
 	free_uid(zc->user);
 }
 
-/* The device no longer sees the first @n pages of @zc. */
-static void rs_zc_unmap(struct rs_zc *zc, unsigned long n)
-{
-	while (n--)
-		ib_dma_unmap_page(zc->map.rdev->ibdev, zc->map.dma[n], PAGE_SIZE, DMA_TO_DEVICE);
-}
-
 /*
  * Map @zc's @n pages for @rdev, to be read: 0, -ENODEV once the device
  * goes, or -EIO.  Ready for its first reference then.
@@ -116,16 +109,16 @@ static int rs_zc_map(struct rs_zc *zc, struct rs_device *rdev, unsigned long n)
 	if (!rs_zc_device_get(rdev))
 		return -ENODEV;
 	zc->map.rdev = rdev;
+	zc->map.dir = DMA_TO_DEVICE;
 	for (i = 0; i < n; i++) {
 		dma = ib_dma_map_page(rdev->ibdev, zc->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
 		if (ib_dma_mapping_error(rdev->ibdev, dma)) {
-			rs_zc_unmap(zc, i);
+			rs_dma_map_unmap(&zc->map, i);
 			rs_zc_device_put(rdev);
 			return -EIO;
 		}
 		zc->map.dma[i] = dma;
 	}
-	zc->map.dir = DMA_TO_DEVICE;
 	zc->map.nr_pages = n;
 	zc->nr_pages = n;
 	kref_init(&zc->ref);
@@ -201,7 +194,7 @@ static void rs_zc_release(struct kref *ref)
 	struct rs_zc *zc = container_of(ref, struct rs_zc, ref);
 	unsigned long i;
 
-	rs_zc_unmap(zc, zc->nr_pages);
+	rs_dma_map_unmap(&zc->map, zc->nr_pages);
 	rs_zc_device_put(zc->map.rdev);
 	if (zc->kernel) {
 		for (i = 0; i < zc->nr_pages; i++)
