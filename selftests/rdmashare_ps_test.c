@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libps, the parameter server (userlib/ps/), over its sockets transport:
- * plain TCP, and under rdmashare-run, where its connections are AC files.
+ * libps, the parameter server (userlib/ps/), over its sockets transport
+ * (plain TCP, and under rdmashare-run, where its connections are AC
+ * files), its rdmashare transport and its verbs transport.
  *
  *  - wire_roundtrip: every op's header, the roster and both address
  *    families decode to what was encoded, and only canonical bytes decode.
@@ -44,6 +45,14 @@
  *    computation; async SGD with exact arithmetic, every push applied
  *    once.  Under rdmashare-run, rdmashare's devices must have sent at
  *    least the job's payload, and TCP next to nothing.
+ *  - job.{sync,async}_{native,verbs}_*.run: the same jobs over libps's
+ *    rdmashare transport (its rings, an AC per connection; rdmashare's
+ *    devices must have sent the payload, TCP next to nothing) and its
+ *    verbs transport (an RC QP per connection).
+ *  - train.transports: ps-train as train.tiny over sockets, rdmashare and
+ *    verbs: the same final hash and losses, bit for bit.
+ *  - train.bench_smoke: ps-bench, 2 servers and 2 workers, briefly over
+ *    each transport: it runs and reports a goodput.
  *  - train.tiny: ps-train, an MLP (784-16-10) on 1200 Fashion-MNIST
  *    samples for one epoch, 2 servers (the first layer split) and 2
  *    workers, each node a process of its own (--server, --worker): the
@@ -486,12 +495,13 @@ struct job {
 	enum ps_mode mode;
 	unsigned int iters;
 	float lr;
+	const char *transport;	/* libps's; NULL: sockets */
 };
 
 static void job_config(const struct job *j, struct ps_config *cfg, int rank)
 {
 	*cfg = (struct ps_config){
-		.root_host = test_ip(), .root_port = j->port, .rank = rank,
+		.transport = j->transport, .root_host = test_ip(), .root_port = j->port, .rank = rank,
 		.num_servers = j->S, .num_workers = j->W, .mode = j->mode, .lr = j->lr,
 		.key_max = JOB_KEY_MAX, .big_bound = JOB_BIG, .pipeline = 4,
 		.timeout_ms = WAIT_MS,
@@ -697,20 +707,21 @@ fail:
 	return 3;
 }
 
-/* A role, as the environment names it: "s|w rank S W port mode iters". */
+/* A role, as the environment names it: "s|w rank S W port mode iters transport". */
 #define ROLE_ENV	"RS_PS_ROLE"
 
 static int run_role(const char *spec)
 {
 	struct job j = { .lr = 0.5f };
+	char kind, tr[16];
 	unsigned int mode;
-	char kind;
 	int rank;
 
-	if (sscanf(spec, "%c %d %u %u %u %u %u", &kind, &rank, &j.S, &j.W, &j.port, &mode,
-		   &j.iters) != 7)
+	if (sscanf(spec, "%c %d %u %u %u %u %u %15s", &kind, &rank, &j.S, &j.W, &j.port, &mode,
+		   &j.iters, tr) != 8)
 		return 100;
 	j.mode = mode;
+	j.transport = tr;
 	return kind == 's' ? run_server(&j, rank) : run_worker(&j, rank);
 }
 
@@ -743,8 +754,8 @@ static pid_t start_role(const struct job *j, char kind, int rank, bool preload)
 	char spec[128];
 	pid_t pid;
 
-	snprintf(spec, sizeof(spec), "%c %d %u %u %u %u %u", kind, rank, j->S, j->W, j->port,
-		 j->mode, j->iters);
+	snprintf(spec, sizeof(spec), "%c %d %u %u %u %u %u %s", kind, rank, j->S, j->W, j->port,
+		 j->mode, j->iters, j->transport ?: "sockets");
 	pid = fork();
 	if (pid)
 		return pid;
@@ -829,6 +840,12 @@ static bool rs_listening(unsigned int port)
 		      "sleep 0.1; done; exit 1", port);
 }
 
+/* An RDMA device for the verbs transport (Soft-RoCE in the guests). */
+static bool has_rdma_device(void)
+{
+	return !rs_sh("ls /sys/class/infiniband | grep -q .");
+}
+
 FIXTURE(job) {
 };
 
@@ -837,14 +854,21 @@ FIXTURE_VARIANT(job) {
 	enum ps_mode mode;
 	bool preload;
 	unsigned int port;
+	const char *transport;
 };
 
-FIXTURE_VARIANT_ADD(job, sync_tcp_1s2w) { 1, 2, PS_SYNC, false, PORT + 10 };
-FIXTURE_VARIANT_ADD(job, sync_tcp_2s4w) { 2, 4, PS_SYNC, false, PORT + 11 };
-FIXTURE_VARIANT_ADD(job, async_tcp_2s4w) { 2, 4, PS_ASYNC, false, PORT + 12 };
-FIXTURE_VARIANT_ADD(job, sync_rdmashare_1s2w) { 1, 2, PS_SYNC, true, PORT + 13 };
-FIXTURE_VARIANT_ADD(job, sync_rdmashare_2s4w) { 2, 4, PS_SYNC, true, PORT + 14 };
-FIXTURE_VARIANT_ADD(job, async_rdmashare_2s4w) { 2, 4, PS_ASYNC, true, PORT + 15 };
+FIXTURE_VARIANT_ADD(job, sync_tcp_1s2w) { 1, 2, PS_SYNC, false, PORT + 10, NULL };
+FIXTURE_VARIANT_ADD(job, sync_tcp_2s4w) { 2, 4, PS_SYNC, false, PORT + 11, NULL };
+FIXTURE_VARIANT_ADD(job, async_tcp_2s4w) { 2, 4, PS_ASYNC, false, PORT + 12, NULL };
+FIXTURE_VARIANT_ADD(job, sync_rdmashare_1s2w) { 1, 2, PS_SYNC, true, PORT + 13, NULL };
+FIXTURE_VARIANT_ADD(job, sync_rdmashare_2s4w) { 2, 4, PS_SYNC, true, PORT + 14, NULL };
+FIXTURE_VARIANT_ADD(job, async_rdmashare_2s4w) { 2, 4, PS_ASYNC, true, PORT + 15, NULL };
+FIXTURE_VARIANT_ADD(job, sync_native_1s2w) { 1, 2, PS_SYNC, false, PORT + 40, "rdmashare" };
+FIXTURE_VARIANT_ADD(job, sync_native_2s4w) { 2, 4, PS_SYNC, false, PORT + 41, "rdmashare" };
+FIXTURE_VARIANT_ADD(job, async_native_2s4w) { 2, 4, PS_ASYNC, false, PORT + 42, "rdmashare" };
+FIXTURE_VARIANT_ADD(job, sync_verbs_1s2w) { 1, 2, PS_SYNC, false, PORT + 43, "verbs" };
+FIXTURE_VARIANT_ADD(job, sync_verbs_2s4w) { 2, 4, PS_SYNC, false, PORT + 44, "verbs" };
+FIXTURE_VARIANT_ADD(job, async_verbs_2s4w) { 2, 4, PS_ASYNC, false, PORT + 45, "verbs" };
 
 FIXTURE_SETUP(job)
 {
@@ -859,17 +883,22 @@ TEST_F_TIMEOUT(job, run, 180)
 {
 	struct job j = {
 		.S = variant->S, .W = variant->W, .port = variant->port, .mode = variant->mode,
-		.iters = 6, .lr = 0.5f,
+		.iters = 6, .lr = 0.5f, .transport = variant->transport,
 	};
 	pid_t pids[16];
 	int st[16], n = 0, i;
 	long rs0 = 0, tcp0, rs, tcp;
 	bool module = rs_path_exists("/dev/rdmashare"), ok = true;
+	bool native = j.transport && !strcmp(j.transport, "rdmashare");
 	double t0;
 
+	if (native && !module)
+		SKIP(return, "no /dev/rdmashare");
+	if (j.transport && !strcmp(j.transport, "verbs") && !has_rdma_device())
+		SKIP(return, "no RDMA device");
 	if (variant->preload)
 		ASSERT_EQ(0, access(run_path, X_OK));
-	if (variant->preload && module)
+	if ((variant->preload || native) && module)
 		rs0 = rs_devices_sum("stats/tx_bytes");
 	tcp0 = tcp_out_segs();
 	t0 = rs_now();
@@ -890,7 +919,7 @@ TEST_F_TIMEOUT(job, run, 180)
 	ASSERT_TRUE(ok);
 	TH_LOG("%.2f s, %llu payload bytes", rs_now() - t0,
 	       (unsigned long long)job_payload_bytes(&j));
-	if (!variant->preload)
+	if (!variant->preload && !native)
 		return;
 	if (!module)
 		SKIP(return, "no /dev/rdmashare: the preloaded job ran over TCP");
@@ -1321,14 +1350,18 @@ struct train_out {
 	char hash[32];
 };
 
-/* Start ps-train as @role (--server 0, ...), preloaded if @preload; its output to /dev/null. */
-static pid_t train_node(const char *exe, unsigned int port, bool preload, const char *role)
+/*
+ * Start ps-train as @role (--server 0, ...), preloaded if @preload, over
+ * libps's transport @tr; its output to /dev/null.
+ */
+static pid_t train_node(const char *exe, unsigned int port, bool preload, const char *tr,
+			const char *role)
 {
 	char cmd[2048];
 	pid_t pid;
 
-	snprintf(cmd, sizeof(cmd), "exec %s %s %s -H %s -p %u %s >/dev/null", preload ? run_path : "",
-		 exe, role, test_ip(), port, TRAIN_ARGS);
+	snprintf(cmd, sizeof(cmd), "exec %s %s %s -H %s -p %u %s --transport %s >/dev/null",
+		 preload ? run_path : "", exe, role, test_ip(), port, TRAIN_ARGS, tr);
 	pid = fork();
 	if (!pid) {
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
@@ -1342,7 +1375,8 @@ static pid_t train_node(const char *exe, unsigned int port, bool preload, const 
  * servers 0 and 1 and worker 1 in the background, worker 0 read.  0 if
  * every node exited 0 and worker 0 reported it all.
  */
-static int run_train(unsigned int port, bool preload, bool module, struct train_out *o)
+static int run_train_on(unsigned int port, bool preload, bool module, const char *tr,
+			struct train_out *o)
 {
 	char cmd[2048], line[512], exe[600];
 	int got = 0, st[3], ret;
@@ -1350,15 +1384,15 @@ static int run_train(unsigned int port, bool preload, bool module, struct train_
 	FILE *f;
 
 	snprintf(exe, sizeof(exe), "%s/../../userlib/build/ps-train", dirname(strdupa(self_exe)));
-	pids[0] = train_node(exe, port, preload, "--server 0 -S 2 -W 2");
+	pids[0] = train_node(exe, port, preload, tr, "--server 0 -S 2 -W 2");
 	if (preload && module && !rs_listening(port)) {
 		reap_all(pids, st, 1, 0);
 		return -1;
 	}
-	pids[1] = train_node(exe, port, preload, "--server 1");
-	pids[2] = train_node(exe, port, preload, "--worker 1");
-	snprintf(cmd, sizeof(cmd), "%s %s --worker 0 -H %s -p %u %s", preload ? run_path : "", exe,
-		 test_ip(), port, TRAIN_ARGS);
+	pids[1] = train_node(exe, port, preload, tr, "--server 1");
+	pids[2] = train_node(exe, port, preload, tr, "--worker 1");
+	snprintf(cmd, sizeof(cmd), "%s %s --worker 0 -H %s -p %u %s --transport %s",
+		 preload ? run_path : "", exe, test_ip(), port, TRAIN_ARGS, tr);
 	f = popen(cmd, "r");
 	memset(o, 0, sizeof(*o));
 	while (f && fgets(line, sizeof(line), f)) {
@@ -1375,6 +1409,11 @@ static int run_train(unsigned int port, bool preload, bool module, struct train_
 	ret = f ? pclose(f) : -1;
 	reap_all(pids, st, 3, 120);
 	return ret || st[0] || st[1] || st[2] || got != 7 ? -1 : 0;
+}
+
+static int run_train(unsigned int port, bool preload, bool module, struct train_out *o)
+{
+	return run_train_on(port, preload, module, "sockets", o);
 }
 
 FIXTURE(train) {
@@ -1416,6 +1455,66 @@ TEST_F_TIMEOUT(train, tiny, 300)
 	TH_LOG("%ld bytes over rdmashare, worker 0 moved %llu", moved, rs.bytes);
 	/* Worker 0's own traffic alone is that much. */
 	EXPECT_LE((long)rs.bytes, moved);
+}
+
+/*
+ * ps-bench, once over each transport, briefly: it runs, and worker 0
+ * reports a goodput and latencies.
+ */
+TEST_F_TIMEOUT(train, bench_smoke, 120)
+{
+	static const char *const trs[] = { "sockets", "rdmashare", "verbs" };
+	char cmd[1024], line[512], exe[600];
+	double gp;
+	unsigned int i;
+	FILE *f;
+
+	if (!rs_path_exists("/dev/rdmashare") || !has_rdma_device())
+		SKIP(return, "no /dev/rdmashare or no RDMA device");
+	snprintf(exe, sizeof(exe), "%s/../../userlib/build/ps-bench", dirname(strdupa(self_exe)));
+	for (i = 0; i < 3; i++) {
+		snprintf(cmd, sizeof(cmd), "%s --local -S 2 -W 2 -H %s -p %u --transport %s "
+			 "--keys 2 --size 64K --mode pushpull --rounds 5 --timeout 20000", exe,
+			 test_ip(), PORT + 46 + i, trs[i]);
+		f = popen(cmd, "r");
+		ASSERT_NE(NULL, f);
+		gp = 0;
+		while (fgets(line, sizeof(line), f)) {
+			fputs(line, stderr);
+			sscanf(line, "ps-bench: goodput %lf MB/s", &gp);
+		}
+		EXPECT_EQ(0, pclose(f)) {
+			TH_LOG("%s", trs[i]);
+		}
+		EXPECT_LT(0, gp) {
+			TH_LOG("%s: no goodput", trs[i]);
+		}
+	}
+}
+
+/*
+ * The same training over libps's three transports: sockets (TCP), rdmashare
+ * (its rings, an AC per connection) and verbs (a QP per connection) end
+ * with the same weights, bit for bit, and the same losses.
+ */
+TEST_F_TIMEOUT(train, transports, 300)
+{
+	struct train_out tcp, rs, vb;
+
+	if (access(FMNIST "/train-images-idx3-ubyte.gz", R_OK))
+		SKIP(return, "no Fashion-MNIST (dataset-fashion-mnist)");
+	if (!rs_path_exists("/dev/rdmashare") || !has_rdma_device())
+		SKIP(return, "no /dev/rdmashare or no RDMA device");
+	ASSERT_EQ(0, run_train_on(PORT + 32, false, true, "sockets", &tcp));
+	ASSERT_EQ(0, run_train_on(PORT + 33, false, true, "rdmashare", &rs));
+	ASSERT_EQ(0, run_train_on(PORT + 34, false, true, "verbs", &vb));
+	TH_LOG("hash %s over sockets, %s over rdmashare, %s over verbs", tcp.hash, rs.hash,
+	       vb.hash);
+	ASSERT_GT(tcp.loss0, tcp.loss1);
+	ASSERT_STREQ(tcp.hash, rs.hash);
+	ASSERT_STREQ(tcp.hash, vb.hash);
+	ASSERT_EQ(tcp.loss1, rs.loss1);
+	ASSERT_EQ(tcp.loss1, vb.loss1);
 }
 
 TEST_HARNESS_MAIN

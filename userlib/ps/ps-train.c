@@ -14,6 +14,8 @@
  *   ps-train --server RANK -H HOST -p PORT [-S 2 -W 2] [options]
  *   ps-train --worker RANK -H HOST -p PORT [options]
  *
+ * --transport picks libps's: sockets (TCP), rdmashare or verbs.
+ *
  * Worker 0 prints, per epoch: the training loss of its batches, the test
  * loss and accuracy, its seconds of compute and of communication and the
  * bytes it moved; then the FNV-1a hash of the final weights.
@@ -37,7 +39,7 @@
 #define MAXKEYS	4
 
 struct opts {
-	const char *host, *data;
+	const char *host, *data, *transport;
 	unsigned int port;
 	int local, server, worker;
 	unsigned int S, W;
@@ -327,7 +329,7 @@ static uint64_t weights_hash(const struct model *m)
 static struct ps_config node_config(const struct opts *o, int rank)
 {
 	return (struct ps_config){
-		.root_host = o->host, .root_port = o->port, .rank = rank,
+		.transport = o->transport, .root_host = o->host, .root_port = o->port, .rank = rank,
 		.num_servers = o->S, .num_workers = o->W, .mode = PS_SYNC, .lr = o->lr,
 		.key_max = MAXKEYS, .big_bound = o->big_bound, .pipeline = o->pipeline,
 		.timeout_ms = o->timeout_ms,
@@ -337,14 +339,8 @@ static struct ps_config node_config(const struct opts *o, int rank)
 static int run_server(const struct opts *o, int rank)
 {
 	struct ps_config cfg = node_config(o, rank);
-	struct ps_server *s;
-	int ret;
+	int ret = ps_serve(&cfg);
 
-	ret = ps_server_create(&cfg, &s);
-	if (!ret) {
-		ret = ps_server_run(s);
-		ps_server_destroy(s);
-	}
 	if (ret)
 		fprintf(stderr, "ps-train: server %d: %s\n", rank, strerror(-ret));
 	return ret ? 1 : 0;
@@ -535,7 +531,8 @@ static void __attribute__((noreturn)) usage(void)
 		"usage: ps-train (--local | --server RANK | --worker RANK) [-H HOST] [-p PORT]\n"
 		"       [-S SERVERS] [-W WORKERS] [--model softmax|mlp] [--hidden H]\n"
 		"       [--epochs E] [--batch B] [--lr LR] [--seed N] [--train N] [--test N]\n"
-		"       [--data DIR] [--big-bound N] [--pipeline N] [--timeout MS]\n");
+		"       [--data DIR] [--big-bound N] [--pipeline N] [--timeout MS]\n"
+		"       [--transport sockets|rdmashare|verbs]\n");
 	exit(2);
 }
 
@@ -565,7 +562,8 @@ int main(int argc, char **argv)
 		{ "test", required_argument, NULL, 'T' }, { "data", required_argument, NULL, 'd' },
 		{ "big-bound", required_argument, NULL, 'B' },
 		{ "pipeline", required_argument, NULL, 'P' },
-		{ "timeout", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 },
+		{ "timeout", required_argument, NULL, 'o' },
+		{ "transport", required_argument, NULL, 'X' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
 		.host = "127.0.0.1", .port = 9400, .server = -1, .worker = -1, .S = 1, .W = 2,
@@ -634,6 +632,11 @@ int main(int argc, char **argv)
 			break;
 		case 'o':
 			o.timeout_ms = num(optarg, INT_MAX);
+			break;
+		case 'X':
+			if (!ps_transport_ok(optarg))
+				usage();
+			o.transport = optarg;
 			break;
 		default:
 			usage();

@@ -28,8 +28,10 @@ enum ps_mode {
 
 /**
  * struct ps_config - one node's configuration
- * @transport: "sockets" (TCP, also under rsocket's or rdmashare's preload);
- *	NULL is "sockets"
+ * @transport: "sockets" (TCP, also under rsocket's or rdmashare's preload),
+ *	"rdmashare" (rdmashare's rings: one file per node, an AC per
+ *	connection) or "verbs" (an RC queue pair per connection); NULL is
+ *	"sockets"
  * @root_host: server 0's address (a name or a numeric IPv4/IPv6 address)
  * @root_port: server 0's port
  * @rank: a server's or worker's rank, or -1 for the next free one; a server
@@ -49,6 +51,9 @@ enum ps_mode {
  * @pipeline: requests in flight per connection (0 means 16)
  * @timeout_ms: how long start-up and shutdown may take (0 means 30000)
  * @max_msg: largest payload in bytes a node accepts (0 means 64 MiB)
+ * @buf_size: bytes of registered memory that the rdmashare and verbs
+ *	transports send from without a copy: ps_buf_alloc()'s, and a
+ *	server's answers (0 means 32 MiB)
  */
 struct ps_config {
 	const char *transport;
@@ -65,10 +70,14 @@ struct ps_config {
 	unsigned int pipeline;
 	int timeout_ms;
 	uint32_t max_msg;
+	size_t buf_size;
 };
 
 struct ps_server;
 struct ps_worker;
+
+/** ps_transport_ok() - 1 if @name is a transport of this libps, else 0 */
+int ps_transport_ok(const char *name);
 
 /**
  * ps_server_create() - start a server
@@ -95,6 +104,13 @@ int ps_server_run(struct ps_server *s);
 
 /** ps_server_destroy() - close every connection and free @s. */
 void ps_server_destroy(struct ps_server *s);
+
+/**
+ * ps_serve() - a server's whole life: create, run, destroy
+ *
+ * Return: the first error of ps_server_create() or ps_server_run(), or 0.
+ */
+int ps_serve(const struct ps_config *cfg);
 
 /**
  * ps_worker_create() - start a worker: register with server 0, wait for
@@ -175,6 +191,23 @@ int ps_barrier(struct ps_worker *w, int timeout_ms);
  * received so far
  */
 void ps_worker_bytes(const struct ps_worker *w, uint64_t *sent, uint64_t *received);
+
+/**
+ * ps_buf_alloc() - memory for values to push, which the transport sends
+ * without copying them (rdmashare's data area, verbs' registered memory)
+ *
+ * Return: @len bytes, from the transport's registered memory while it has
+ * room, else from malloc(3) (sent with a copy); NULL without memory.
+ */
+void *ps_buf_alloc(struct ps_worker *w, size_t len);
+
+/**
+ * ps_buf_free() - free a ps_buf_alloc() buffer; NULL is ignored
+ *
+ * A push sent from it and still on the wire keeps it until it is sent.
+ * Every buffer is freed before ps_worker_destroy().
+ */
+void ps_buf_free(struct ps_worker *w, void *p);
 
 /**
  * ps_worker_destroy() - tell every server this worker is done (waiting at

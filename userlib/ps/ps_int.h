@@ -120,25 +120,76 @@ bool ps_agg_mark(struct ps_agg *a, uint32_t rank);
 void ps_agg_apply(struct ps_agg *a, float *w, float scale);
 void ps_agg_free(struct ps_agg *a);
 
-/* ---- transports (ps_sock.c) ---- */
+/* ---- registered buffers (ps_pool.c) ---- */
 
+/*
+ * A pool of buffers carved from one region (a transport's registered
+ * memory), in power-of-two multiples of PS_POOL_PAGE, each with a count of
+ * references: its owner's, and one per send that reads from it, so that
+ * an owner may let go of a buffer whose send is still on the wire.
+ */
+#define PS_POOL_PAGE	4096
+
+struct ps_pool {
+	char *base;
+	size_t size;
+	size_t brk;		/* pages below it were handed out once */
+	uint32_t *start;	/* per page: the first page of its block */
+	uint32_t *refs;		/* per block's first page */
+	uint32_t *next;		/* per free block's first page: the next + 1 */
+	uint8_t *cls;		/* per block's first page: its size's class */
+	uint32_t free[32];	/* per class: the first free block's page + 1 */
+};
+
+/*
+ * A ring of bytes whose allocations are freed in the order they were
+ * made (what a transport copies into registered memory to send it).
+ */
+struct ps_ring {
+	uint32_t size, head, tail;
+	uint32_t live;		/* allocations not freed */
+};
+
+long long ps_ring_alloc(struct ps_ring *r, uint32_t len);
+void ps_ring_free(struct ps_ring *r, uint32_t off, uint32_t len);
+
+int ps_pool_init(struct ps_pool *p, void *base, size_t size);
+void ps_pool_fini(struct ps_pool *p);
+void *ps_pool_alloc(struct ps_pool *p, size_t len);
+bool ps_pool_has(const struct ps_pool *p, const void *addr);
+void ps_pool_get(struct ps_pool *p, const void *addr);
+void ps_pool_put(struct ps_pool *p, const void *addr);
+bool ps_pool_put_own(struct ps_pool *p, const void *addr);
+
+/* ---- transports (ps_sock.c, ps_rdmashare.c, ps_verbs.c) ---- */
+
+struct ps_tr_ctx;
 struct ps_tr_conn;
 
 /*
  * A transport moves bytes of one connection, non-blocking, and gives a
  * descriptor to poll for it.  The connection layer frames messages over
  * it.  A transport with receive buffers of its own (rdmashare's rings,
- * verbs) copies out of them in recv(); a zero-copy receive would add an
- * op that lends such a buffer, used by ps_node.c where it picks a
- * payload's destination.
+ * verbs) copies out of them in recv(), straight into the payload's
+ * destination that ps_node.c picked.  One that sends from registered
+ * memory lends it through buf_alloc(): what is sent from such a buffer
+ * goes without a copy.
  */
 struct ps_transport {
 	const char *name;
+	/*
+	 * Optional: the node's context (an rdmashare file, a verbs protection
+	 * domain), with @pool_size bytes of registered buffers (0: none).
+	 */
+	int (*open)(size_t pool_size, struct ps_tr_ctx **out);
+	/* Let what was sent go out (at most @timeout_ms), then free it. */
+	void (*fini)(struct ps_tr_ctx *x, int timeout_ms);
 	/* Listen on @sa (port 0: any); @out is the listener. */
-	int (*listen)(const struct sockaddr *sa, socklen_t len, struct ps_tr_conn **out);
+	int (*listen)(struct ps_tr_ctx *x, const struct sockaddr *sa, socklen_t len,
+		      struct ps_tr_conn **out);
 	/* Connect, waiting at most @timeout_ms; the connection is non-blocking. */
-	int (*connect)(const struct sockaddr *sa, socklen_t len, int timeout_ms,
-		       struct ps_tr_conn **out);
+	int (*connect)(struct ps_tr_ctx *x, const struct sockaddr *sa, socklen_t len,
+		       int timeout_ms, struct ps_tr_conn **out);
 	/* A connection waiting on listener @l, or -EAGAIN. */
 	int (*accept)(struct ps_tr_conn *l, struct ps_tr_conn **out);
 	/* Bytes sent (some or all), -EAGAIN, or -errno (-EPIPE, -ECONNRESET). */
@@ -147,9 +198,30 @@ struct ps_transport {
 	ssize_t (*recv)(struct ps_tr_conn *c, void *buf, size_t len);
 	/* The descriptor whose POLLIN/POLLOUT tell when to call recv/sendv. */
 	int (*poll_fd)(struct ps_tr_conn *c);
+	/*
+	 * Optional: the events to wait for on poll_fd() (@sending: the
+	 * connection has bytes to send); without it POLLIN, and POLLOUT
+	 * while sending.  Any event then means: try both.
+	 */
+	short (*poll_events)(struct ps_tr_conn *c, bool sending);
+	/*
+	 * Optional, called before every wait: submit what the transport
+	 * queued in user space, and say whether @c (a listener too) can make
+	 * progress without waiting: bytes or its end taken off the wire
+	 * already, room to send again that came meanwhile, a connection to
+	 * accept.  A poll(2) would not tell, the descriptor being shared or
+	 * its events taken.
+	 */
+	bool (*ready)(struct ps_tr_conn *c);
 	int (*local_addr)(struct ps_tr_conn *c, struct sockaddr_storage *ss);
 	void (*close)(struct ps_tr_conn *c);
+	/* Optional: a buffer of registered memory, or NULL (none left). */
+	void *(*buf_alloc)(struct ps_tr_ctx *x, size_t len);
+	/* Optional: let go of @p, if it is one of @x's (else false). */
+	bool (*buf_put)(struct ps_tr_ctx *x, void *p);
 };
+
+extern const struct ps_transport ps_sockets, ps_rdmashare, ps_verbs;
 
 const struct ps_transport *ps_transport_find(const char *name);
 int ps_resolve(const char *host, uint16_t port, int family, struct sockaddr_storage *ss,
@@ -206,6 +278,7 @@ struct ps_node_ops {
 
 struct ps_node {
 	const struct ps_transport *tr;
+	struct ps_tr_ctx *trx;
 	const struct ps_node_ops *ops;
 	struct ps_tr_conn *listener;
 	bool accepting;
@@ -233,6 +306,8 @@ int ps_conn_send(struct ps_node *n, struct ps_conn *c, struct ps_msg *m, const v
 		 size_t plen, void *owned);
 void ps_conn_drop(struct ps_node *n, struct ps_conn *c, int err);
 void *ps_conn_scratch(struct ps_conn *c, size_t len);
+void *ps_node_buf(struct ps_node *n, size_t len);
+void ps_node_buf_free(struct ps_node *n, void *p);
 
 int64_t ps_now_ms(void);
 int ps_left_ms(int64_t deadline);

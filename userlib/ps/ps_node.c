@@ -33,15 +33,35 @@ int ps_node_init(struct ps_node *n, const struct ps_config *cfg, const struct ps
 	n->rank = cfg->rank < 0 ? UINT32_MAX : (uint32_t)cfg->rank;
 	n->is_worker = is_worker;
 	n->addrs = calloc(PS_MAX_NODES, sizeof(*n->addrs));
-	return n->addrs ? 0 : -ENOMEM;
+	if (!n->addrs)
+		return -ENOMEM;
+	if (!n->tr->open)
+		return 0;
+	return n->tr->open(cfg->buf_size ? cfg->buf_size : 32 << 20, &n->trx);
 }
 
-static void out_free(struct ps_out *o)
+/* @len bytes the transport sends from without a copy, else malloc()'s. */
+void *ps_node_buf(struct ps_node *n, size_t len)
+{
+	void *p = NULL;
+
+	if (n->tr->buf_alloc && n->trx)
+		p = n->tr->buf_alloc(n->trx, len);
+	return p ? p : malloc(len ? len : 1);
+}
+
+void ps_node_buf_free(struct ps_node *n, void *p)
+{
+	if (p && !(n->tr->buf_put && n->trx && n->tr->buf_put(n->trx, p)))
+		free(p);
+}
+
+static void out_free(struct ps_node *n, struct ps_out *o)
 {
 	while (o) {
 		struct ps_out *next = o->next;
 
-		free(o->owned);
+		ps_node_buf_free(n, o->owned);
 		free(o);
 		o = next;
 	}
@@ -51,8 +71,8 @@ static void conn_free(struct ps_node *n, struct ps_conn *c)
 {
 	if (c->tc)
 		n->tr->close(c->tc);
-	out_free(c->oq);
-	out_free(c->waitq);
+	out_free(n, c->oq);
+	out_free(n, c->waitq);
 	free(c->scratch);
 	free(c);
 }
@@ -66,6 +86,8 @@ void ps_node_fini(struct ps_node *n)
 	free(n->conns);
 	if (n->listener)
 		n->tr->close(n->listener);
+	if (n->trx)
+		n->tr->fini(n->trx, n->timeout_ms);
 	free(n->addrs);
 	memset(n, 0, sizeof(*n));
 }
@@ -105,7 +127,7 @@ int ps_node_connect(struct ps_node *n, const struct sockaddr_storage *ss, int64_
 	int ret;
 
 	for (;;) {
-		ret = n->tr->connect((const struct sockaddr *)ss, ps_addr_len(ss),
+		ret = n->tr->connect(n->trx, (const struct sockaddr *)ss, ps_addr_len(ss),
 				     ps_left_ms(deadline), &tc);
 		if (!ret)
 			break;
@@ -188,7 +210,7 @@ static void conn_flush(struct ps_node *n, struct ps_conn *c)
 			sent -= off;
 			c->oq = o->next;
 			o->next = NULL;
-			out_free(o);
+			out_free(n, o);
 		}
 		if (!c->oq)
 			c->oq_tail = NULL;
@@ -215,12 +237,12 @@ int ps_conn_send(struct ps_node *n, struct ps_conn *c, struct ps_msg *m, const v
 	struct ps_out *o;
 
 	if (c->dead) {
-		free(owned);
+		ps_node_buf_free(n, owned);
 		return -ECONNRESET;
 	}
 	o = calloc(1, sizeof(*o));
 	if (!o) {
-		free(owned);
+		ps_node_buf_free(n, owned);
 		return -ENOMEM;
 	}
 	m->length = plen;
@@ -342,6 +364,18 @@ static void node_reap(struct ps_node *n)
 	n->nconns = j;
 }
 
+static short conn_events(struct ps_node *n, struct ps_conn *c)
+{
+	if (n->tr->poll_events)
+		return n->tr->poll_events(c->tc, c->oq);
+	return POLLIN | (c->oq ? POLLOUT : 0);
+}
+
+static bool tr_ready(struct ps_node *n, struct ps_tr_conn *tc)
+{
+	return n->tr->ready && n->tr->ready(tc);
+}
+
 /*
  * One round: wait at most @timeout_ms (-1: for good) for any connection or
  * the listener, then write, accept and read what can be.  -ENOTCONN when
@@ -353,11 +387,13 @@ int ps_node_progress(struct ps_node *n, int timeout_ms)
 	struct ps_conn *conn[n->nconns + 1];
 	struct ps_tr_conn *tc;
 	unsigned int i, cnt = 0, first = 0;
+	bool now = false;
 	int ret;
 
 	if (n->listener && n->accepting) {
 		pfd[0].fd = n->tr->poll_fd(n->listener);
 		pfd[0].events = POLLIN;
+		now |= tr_ready(n, n->listener);
 		cnt = first = 1;
 	}
 	for (i = 0; i < n->nconns; i++) {
@@ -365,22 +401,30 @@ int ps_node_progress(struct ps_node *n, int timeout_ms)
 			continue;
 		conn[cnt] = n->conns[i];
 		pfd[cnt].fd = n->tr->poll_fd(conn[cnt]->tc);
-		pfd[cnt].events = POLLIN | (conn[cnt]->oq ? POLLOUT : 0);
+		pfd[cnt].events = conn_events(n, conn[cnt]);
+		now |= tr_ready(n, conn[cnt]->tc);
 		cnt++;
 	}
 	if (!cnt)
 		return -ENOTCONN;
-	ret = poll(pfd, cnt, timeout_ms);
+	ret = poll(pfd, cnt, now ? 0 : timeout_ms);
 	if (ret < 0)
 		return errno == EINTR ? 0 : -errno;
-	if (first && pfd[0].revents) {
+	if (first && (pfd[0].revents || tr_ready(n, n->listener))) {
 		while (n->tr->accept(n->listener, &tc) == 0)
 			ps_node_add(n, tc);
 	}
 	for (i = first; i < cnt; i++) {
-		if (pfd[i].revents & (POLLOUT | POLLERR | POLLHUP))
+		short ev = pfd[i].revents;
+
+		if (conn[i]->dead)
+			continue;
+		/* Any event on a transport's own events, or work it holds: try both. */
+		if ((ev && n->tr->poll_events) || tr_ready(n, conn[i]->tc))
+			ev |= POLLIN | POLLOUT;
+		if (ev & (POLLOUT | POLLERR | POLLHUP))
 			conn_flush(n, conn[i]);
-		if (pfd[i].revents & (POLLIN | POLLERR | POLLHUP))
+		if (ev & (POLLIN | POLLERR | POLLHUP))
 			conn_read(n, conn[i]);
 	}
 	node_reap(n);

@@ -125,9 +125,13 @@ static int srv_answer(struct ps_server *s, struct ps_conn *c, const struct ps_ms
 	if (sl)
 		m.iter = sl->version;
 	if (!status && sl && (req->op == PS_OP_PULL || req->op == PS_OP_PUSHPULL)) {
-		/* A copy: the values may change before the answer is written. */
+		/*
+		 * A copy: the values may change before the answer is written.
+		 * Into the transport's registered memory, so that it is the
+		 * only one.
+		 */
 		len = (size_t)sl->len * sizeof(float);
-		vals = malloc(len);
+		vals = ps_node_buf(&s->node, len);
 		if (!vals)
 			return -ENOMEM;
 		memcpy(vals, sl->val, len);
@@ -569,7 +573,7 @@ static int root_create(struct ps_server *s, const struct ps_config *cfg)
 	ret = ps_resolve(cfg->root_host, cfg->root_port, AF_UNSPEC, &ss, &len);
 	if (ret)
 		return ret;
-	ret = s->node.tr->listen((struct sockaddr *)&ss, len, &s->node.listener);
+	ret = s->node.tr->listen(s->node.trx, (struct sockaddr *)&ss, len, &s->node.listener);
 	if (ret)
 		return ret;
 	s->node.accepting = true;
@@ -591,7 +595,7 @@ static int other_create(struct ps_server *s, const struct ps_config *cfg, int64_
 	ret = ps_resolve(cfg->bind_host, 0, root.ss_family, &me, &len);
 	if (ret)
 		return ret;
-	ret = s->node.tr->listen((struct sockaddr *)&me, len, &s->node.listener);
+	ret = s->node.tr->listen(s->node.trx, (struct sockaddr *)&me, len, &s->node.listener);
 	if (ret)
 		return ret;
 	ret = s->node.tr->local_addr(s->node.listener, &lss);
@@ -686,4 +690,17 @@ void ps_server_destroy(struct ps_server *s)
 	free(s->workers);
 	free(s->servers);
 	free(s);
+}
+
+int ps_serve(const struct ps_config *cfg)
+{
+	struct ps_server *s;
+	int ret;
+
+	ret = ps_server_create(cfg, &s);
+	if (ret)
+		return ret;
+	ret = ps_server_run(s);
+	ps_server_destroy(s);
+	return ret;
 }

@@ -100,7 +100,8 @@ static int sock_new(int fd, struct ps_tr_conn **out)
 	return 0;
 }
 
-static int sock_listen(const struct sockaddr *sa, socklen_t len, struct ps_tr_conn **out)
+static int sock_listen(struct ps_tr_ctx *x __attribute__((unused)), const struct sockaddr *sa,
+		       socklen_t len, struct ps_tr_conn **out)
 {
 	int fd, on = 1, err;
 
@@ -116,8 +117,8 @@ static int sock_listen(const struct sockaddr *sa, socklen_t len, struct ps_tr_co
 	return sock_new(fd, out);
 }
 
-static int sock_connect(const struct sockaddr *sa, socklen_t len, int timeout_ms,
-			struct ps_tr_conn **out)
+static int sock_connect(struct ps_tr_ctx *x __attribute__((unused)), const struct sockaddr *sa,
+			socklen_t len, int timeout_ms, struct ps_tr_conn **out)
 {
 	struct pollfd p = { .events = POLLOUT };
 	socklen_t elen = sizeof(int);
@@ -205,7 +206,7 @@ static void sock_close(struct ps_tr_conn *c)
 	free(c);
 }
 
-static const struct ps_transport ps_sockets = {
+const struct ps_transport ps_sockets = {
 	.name = "sockets",
 	.listen = sock_listen,
 	.connect = sock_connect,
@@ -220,11 +221,16 @@ static const struct ps_transport ps_sockets = {
 /* The transport called @name (NULL: sockets), or NULL. */
 const struct ps_transport *ps_transport_find(const char *name)
 {
-	static const struct ps_transport *const all[] = { &ps_sockets };
+	static const struct ps_transport *const all[] = { &ps_sockets, &ps_rdmashare, &ps_verbs };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(*all); i++)
 		if (!name || !strcmp(name, all[i]->name))
 			return all[i];
 	return NULL;
+}
+
+int ps_transport_ok(const char *name)
+{
+	return name && ps_transport_find(name);
 }

@@ -311,6 +311,16 @@ static const struct ps_node_ops wrk_ops = {
 	.on_lost = wrk_on_lost,
 };
 
+void *ps_buf_alloc(struct ps_worker *w, size_t len)
+{
+	return ps_node_buf(&w->node, len);
+}
+
+void ps_buf_free(struct ps_worker *w, void *p)
+{
+	ps_node_buf_free(&w->node, p);
+}
+
 int ps_wait(struct ps_worker *w, int id, int timeout_ms)
 {
 	int64_t deadline = timeout_ms < 0 ? -1 : ps_now_ms() + timeout_ms;
