@@ -23,6 +23,10 @@
  *  - v6only_listener: an IPv6 listener with IPV6_V6ONLY and an IPv4 one on
  *    the same port in one program (as Open MPI's ranks have): an IPv4
  *    client reaches the IPv4 one, over rdmashare.
+ *  - v4mapped: an IPv6 socket connects to an IPv4-mapped address
+ *    (::ffff:a.b.c.d; PyTorch's TCPStore does) and a dual-stack listener
+ *    on :: takes it: over rdmashare, and both ends' names are v4-mapped
+ *    IPv6 addresses, as over TCP.
  *  - openmpi: Open MPI's mpirun, 4 ranks over its TCP BTL (rs_mpi: an
  *    allreduce and a ping-pong up to 1 MiB, results checked), first on a
  *    host without the module (TCP), then preloaded: the ping-pong's bytes
@@ -351,6 +355,17 @@ TEST_F_TIMEOUT(pl, redis, 300)
 	EXPECT_GT(32, tcp);
 }
 
+/* Python's end of a test: c sends 1 MiB and closes, a counts it. */
+#define PY_SEND_1M \
+	"def send():\n" \
+	"    c.sendall(bytes(1 << 20))\n" \
+	"    c.close()\n" \
+	"threading.Thread(target=send).start()\n" \
+	"n = 0\n" \
+	"while (b := a.recv(1 << 16)):\n" \
+	"    n += len(b)\n" \
+	"assert n == 1 << 20, n\n"
+
 TEST_F_TIMEOUT(pl, v6only_listener, 60)
 {
 	/* 1 MiB from a client (a thread) to the IPv4 listener, which counts it. */
@@ -366,14 +381,28 @@ TEST_F_TIMEOUT(pl, v6only_listener, 60)
 			   "c = socket.create_connection((\"%s\", %d))\n"
 			   "s4.settimeout(10)\n"
 			   "a = s4.accept()[0]\n"
-			   "def send():\n"
-			   "    c.sendall(bytes(1 << 20))\n"
-			   "    c.close()\n"
-			   "threading.Thread(target=send).start()\n"
-			   "n = 0\n"
-			   "while (b := a.recv(1 << 16)):\n"
-			   "    n += len(b)\n"
-			   "assert n == 1 << 20, n\n'", run, PORT, ip, PORT, ip, PORT));
+			   PY_SEND_1M "'", run, PORT, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+TEST_F_TIMEOUT(pl, v4mapped, 60)
+{
+	/* 1 MiB from an IPv6 socket to ::ffff:ip, and the names it sees. */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import socket, threading\n"
+			   "m = \"::ffff:%s\"\n"
+			   "l = socket.socket(socket.AF_INET6)\n"
+			   "l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)\n"
+			   "l.bind((\"::\", %d))\n"
+			   "l.listen()\n"
+			   "c = socket.socket(socket.AF_INET6)\n"
+			   "c.connect((m, %d))\n"
+			   "l.settimeout(10)\n"
+			   "a, peer = l.accept()\n"
+			   "names = [peer, c.getpeername(), c.getsockname(), a.getsockname()]\n"
+			   "assert all(n[0] == m and len(n) == 4 for n in names), names\n"
+			   "assert c.getpeername()[1] == %d, names\n"
+			   PY_SEND_1M "'", run, ip, PORT, PORT, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 

@@ -98,6 +98,7 @@ struct rsp_fd {
 	unsigned char kind;
 	unsigned char turn;	/* RSP_LISTEN: which to try first */
 	unsigned char opts;	/* RSP_CAND, RSP_LISTEN: RSP_OPT_* */
+	unsigned char v6;	/* an AF_INET6 socket's: IPv4 names v4-mapped */
 	int sndbuf;		/* the SO_SNDBUF value given */
 	int tcp;		/* RSP_LISTEN: the TCP listener */
 	int lfile;		/* RSP_LISTEN: the listening file */
@@ -408,6 +409,26 @@ static int dev_get(bool full)
 /* ---- connect ---- */
 
 /*
+ * @sa, or if it is an IPv4-mapped IPv6 address (::ffff:a.b.c.d, an IPv6
+ * socket's way to an IPv4 host) the IPv4 address in @v4: Linux connects
+ * such a socket over IPv4, and rdma_cm routes the IPv4 address alone.
+ */
+static const struct sockaddr *unmapped(const struct sockaddr *sa, socklen_t len,
+				       struct sockaddr_in *v4)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family != AF_INET6 || len < sizeof(*s6) ||
+	    !IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr))
+		return sa;
+	memset(v4, 0, sizeof(*v4));
+	v4->sin_family = AF_INET;
+	v4->sin_port = s6->sin6_port;
+	memcpy(&v4->sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+	return (const struct sockaddr *)v4;
+}
+
+/*
  * An AC file to @sa, in place of the socket @fd: 0, or -errno (the socket
  * untouched).
  */
@@ -450,14 +471,18 @@ static int rdma_connect(int fd, const struct sockaddr *sa)
 
 RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 {
+	const struct sockaddr *to;
+	struct sockaddr_in v4;
 	int err;
 
-	if (kind(fd) != RSP_CAND || !sa || len < sizeof(struct sockaddr_in) ||
-	    !selected(sa, false) || neg_cached(sa))
+	if (kind(fd) != RSP_CAND || !sa || len < sizeof(struct sockaddr_in))
+		return real.connect(fd, sa, len);
+	to = unmapped(sa, len, &v4);
+	if (!selected(to, false) || neg_cached(to))
 		return real.connect(fd, sa, len);
 	set_kind(fd, RSP_NONE);
-	err = rdma_connect(fd, sa);
-	say("connect fd %d port %u: %s", fd, port_of(sa), err ? strerror(-err) : "rdmashare");
+	err = rdma_connect(fd, to);
+	say("connect fd %d port %u: %s", fd, port_of(to), err ? strerror(-err) : "rdmashare");
 	if (!err)
 		return 0;
 	if (err == -EINTR) {
@@ -468,7 +493,7 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	/* No RDMA path to the host (no device has its route): TCP for a while. */
 	if (err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ENETUNREACH ||
 	    (err == -ENODEV && dev_fd >= 0))
-		neg_add(sa, len);
+		neg_add(to, to == sa ? len : sizeof(v4));
 	return real.connect(fd, sa, len);
 }
 
@@ -600,6 +625,9 @@ out_tcp_only:
 	return 0;
 }
 
+static int put_addr(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len,
+		    bool v6);
+
 static unsigned int file_flags(int flags)
 {
 	return (flags & SOCK_NONBLOCK ? RDMASHARE_FILE_NONBLOCK : 0) |
@@ -624,18 +652,11 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 					e->turn ^= 1;
 					n = a.file.fd;
 					set_kind(n, RSP_ACFILE);
+					if (rsp(n))
+						rsp(n)->v6 = e->v6;
 					opts_apply(n, e);
-					if (sa && len) {
-						struct sockaddr_storage ss = { .ss_family = a.peer.family };
-						socklen_t sl = a.peer.family == AF_INET ?
-							sizeof(struct sockaddr_in) :
-							sizeof(struct sockaddr_in6);
-
-						memcpy((void *)addr_of((struct sockaddr *)&ss),
-						       a.peer.addr, a.peer.family == AF_INET ? 4 : 16);
-						memcpy(sa, &ss, sl < *len ? sl : *len);
-						*len = sl;
-					}
+					if (sa && len)
+						put_addr(&a.peer, sa, len, e->v6);
 					return n;
 				}
 				/* ENOSPC: it waits; TCP's turn. */
@@ -682,8 +703,10 @@ RSP_EXPORT int socket(int domain, int type, int protocol)
 {
 	int fd = real.socket(domain, type, protocol);
 
-	if (fd >= 0 && rsp(fd))
+	if (fd >= 0 && rsp(fd)) {
 		rsp(fd)->opts = 0;
+		rsp(fd)->v6 = domain == AF_INET6;
+	}
 	if (fd >= 0 && enabled && (domain == AF_INET || domain == AF_INET6) &&
 	    (type & 0xf) == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP))
 		set_kind(fd, RSP_CAND);
@@ -703,6 +726,7 @@ static void forget(int fd)
 		real.close(e->tcp);
 		real.close(e->lfile);
 	}
+	e->v6 = 0;
 	set_kind(fd, RSP_NONE);
 }
 
@@ -721,6 +745,8 @@ RSP_EXPORT int dup2(int old, int new)
 	ret = real.dup2(old, new);
 	if (ret >= 0) {
 		forget(new);
+		if (rsp(old) && rsp(new))
+			rsp(new)->v6 = rsp(old)->v6;
 		set_kind(new, kind(old));
 	}
 	return ret;
@@ -735,6 +761,8 @@ RSP_EXPORT int dup3(int old, int new, int flags)
 	ret = real.dup3(old, new, flags);
 	if (ret >= 0) {
 		forget(new);
+		if (rsp(old) && rsp(new))
+			rsp(new)->v6 = rsp(old)->v6;
 		set_kind(new, kind(old));
 	}
 	return ret;
@@ -1179,14 +1207,25 @@ RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t
 	return ret;
 }
 
-static int put_addr(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len)
+/* @a as a sockaddr; an IPv4 one v4-mapped if @v6 (for an AF_INET6 socket). */
+static int put_addr(const struct rdmashare_addr *a, struct sockaddr *sa, socklen_t *len,
+		    bool v6)
 {
+	struct sockaddr_in6 *s6;
 	struct sockaddr_storage ss;
 	socklen_t n;
 
 	memset(&ss, 0, sizeof(ss));
 	ss.ss_family = a->family;
-	if (a->family == AF_INET) {
+	if (a->family == AF_INET && v6) {
+		s6 = (struct sockaddr_in6 *)&ss;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(a->port);
+		s6->sin6_addr.s6_addr[10] = 0xff;
+		s6->sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&s6->sin6_addr.s6_addr[12], a->addr, 4);
+		n = sizeof(struct sockaddr_in6);
+	} else if (a->family == AF_INET) {
 		((struct sockaddr_in *)&ss)->sin_port = htons(a->port);
 		memcpy(&((struct sockaddr_in *)&ss)->sin_addr, a->addr, 4);
 		n = sizeof(struct sockaddr_in);
@@ -1210,7 +1249,7 @@ static int acfile_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
 		errno = ENOTCONN;
 		return -1;
 	}
-	return put_addr(peer ? &fi.peer : &fi.local, sa, len);
+	return put_addr(peer ? &fi.peer : &fi.local, sa, len, rsp(fd) && rsp(fd)->v6);
 }
 
 RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
