@@ -354,10 +354,18 @@ static void rsx_fini(struct ps_tr_ctx *x, int timeout_ms)
 	unsigned int i;
 	int left;
 
-	/* What was sent goes out before the file's close ends its ACs. */
-	while (!rsx_submit(x) && (x->waiting || x->closes) && (left = ps_left_ms(deadline)))
-		if (rdmashare_wait_cqe(x->rs, &cqe, left))
+	/*
+	 * What was sent goes out before the file's close ends its ACs.  A
+	 * completion stays in the CQ until it is reaped (rdmashare_wait_cqe()
+	 * returns at once while one is there): reap what came, wait only when
+	 * nothing did, and give up on a completion that cannot be filed.
+	 */
+	while (!rsx_submit(x) && (x->waiting || x->closes) && (left = ps_left_ms(deadline))) {
+		if (rsx_reap(x))
+			continue;
+		if (rdmashare_wait_cqe(x->rs, &cqe, left) || !rsx_reap(x))
 			break;
+	}
 	rdmashare_close(x->rs);
 	for (i = 0; i < x->nacs; i++)
 		rsx_forget(x, &x->acs[i], false);
