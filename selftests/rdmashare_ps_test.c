@@ -28,6 +28,10 @@
  *  - sgd_rank_order: the sync aggregator gives the bits of the sequential
  *    rank-order computation for all 120 arrival orders of 5 workers, with
  *    values for which an arrival-order sum differs.
+ *  - native_fini: over the rdmashare transport, a node's file closed with a
+ *    SEND and a CLOSE outstanding (and one with a connection and its
+ *    listener closed) waits for their completions, not its 5 s limit; the
+ *    peer gets the message whole, then the end.
  *  - job_pull_waits: a pull for version 0 answers at once; one for
  *    version 1 (and the push of iteration 0) stays pending while the other
  *    worker has not pushed, then, polled with a timeout of 0, gets version
@@ -44,7 +48,8 @@
  *    every worker checks bit for bit against its own sequential
  *    computation; async SGD with exact arithmetic, every push applied
  *    once.  Under rdmashare-run, rdmashare's devices must have sent at
- *    least the job's payload, and TCP next to nothing.
+ *    least the job's payload, and TCP next to nothing.  No node's
+ *    teardown (destroy) takes TEARDOWN_MAX or more.
  *  - job.{sync,async}_{native,verbs}_*.run: the same jobs over libps's
  *    rdmashare transport (its rings, an AC per connection; rdmashare's
  *    devices must have sent the payload, TCP next to nothing) and its
@@ -75,6 +80,13 @@
 
 #define PORT		8800
 #define WAIT_MS		20000
+/*
+ * A node's teardown (its SHUTDOWN, closing its connections, letting what
+ * it sent go out) takes a few round trips: seconds only when it waits for
+ * something that never comes.  Below the rdmashare transport's 5 s limit
+ * on that wait, well above a teardown in an emulated guest.
+ */
+#define TEARDOWN_MAX	4.0
 
 static const char *test_ip(void)
 {
@@ -581,6 +593,7 @@ static int run_server(const struct job *j, int rank)
 {
 	struct ps_server *s;
 	struct ps_config cfg;
+	double t0;
 	int ret;
 
 	job_config(j, &cfg, rank);
@@ -590,10 +603,17 @@ static int run_server(const struct job *j, int rank)
 		return -ret;
 	}
 	ret = ps_server_run(s);
+	t0 = rs_now();
 	ps_server_destroy(s);
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "server %d: run: %s\n", rank, strerror(-ret));
-	return -ret;
+		return -ret;
+	}
+	if (rs_now() - t0 > TEARDOWN_MAX) {
+		fprintf(stderr, "server %d: destroy took %.2f s\n", rank, rs_now() - t0);
+		return 150;
+	}
+	return 0;
 }
 
 /* Wait for @ids[0..n), all must succeed. */
@@ -623,6 +643,7 @@ static int run_worker(const struct job *j, int rank)
 	struct ps_worker *w;
 	struct ps_config cfg;
 	unsigned int t, r;
+	double t0;
 	uint32_t i;
 
 	job_config(j, &cfg, rank);
@@ -695,10 +716,15 @@ static int run_worker(const struct job *j, int rank)
 	if (ret)
 		goto fail;
 out:
+	t0 = rs_now();
 	ret = ps_worker_destroy(w);
 	if (ret && !code) {
 		fprintf(stderr, "worker %d: shutdown: %s\n", rank, strerror(-ret));
 		code = 6;
+	}
+	if (!code && rs_now() - t0 > TEARDOWN_MAX) {
+		fprintf(stderr, "worker %d: destroy took %.2f s\n", rank, rs_now() - t0);
+		code = 7;
 	}
 	return code;
 fail:
@@ -1093,6 +1119,99 @@ static int failing_puller(const struct job *j, int rank)
 	ret = fails_fast(w, ps_pull(w, K_KEY, out, K_LEN, 1, NULL), NULL);
 	ps_worker_destroy(w);
 	return ret;
+}
+
+/* Make progress on @tc's transport until it is ready, at most @ms. */
+static bool tr_wait_ready(const struct ps_transport *tr, struct ps_tr_conn *tc, int ms)
+{
+	struct pollfd p = { .fd = tr->poll_fd(tc), .events = POLLIN };
+	double end = rs_now() + ms / 1000.0;
+
+	while (!tr->ready(tc)) {
+		if (rs_now() > end)
+			return false;
+		poll(&p, 1, 10);
+	}
+	return true;
+}
+
+/* Read @len bytes from @tc into @buf; the last recv()'s result. */
+static ssize_t tr_read_all(const struct ps_transport *tr, struct ps_tr_conn *tc, char *buf,
+			   size_t len)
+{
+	size_t got = 0;
+	ssize_t r = 0;
+
+	while (got < len) {
+		if (!tr_wait_ready(tr, tc, WAIT_MS))
+			return -ETIMEDOUT;
+		r = tr->recv(tc, buf + got, len - got);
+		if (r == -EAGAIN)
+			continue;
+		if (r <= 0)
+			return r;
+		got += r;
+	}
+	return r;
+}
+
+/* @x's fini, timed: its seconds. */
+static double tr_fini_secs(const struct ps_transport *tr, struct ps_tr_ctx *x)
+{
+	double t0 = rs_now();
+
+	tr->fini(x, WAIT_MS);
+	return rs_now() - t0;
+}
+
+#define FINI_MSG	3000
+
+/*
+ * The rdmashare transport's end of a node: a file closed (fini) with a
+ * SEND and a CLOSE still outstanding waits for their completions, and no
+ * longer than they take (not its 5 s limit); the peer gets the message,
+ * then the end.
+ */
+TEST(native_fini)
+{
+	const struct ps_transport *tr = ps_transport_find("rdmashare");
+	char msg[FINI_MSG], got[FINI_MSG];
+	struct iovec iov = { msg, sizeof(msg) };
+	struct ps_tr_conn *l, *a, *b;
+	struct ps_tr_ctx *xa, *xb;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	double t;
+	int i;
+
+	if (!rs_path_exists("/dev/rdmashare"))
+		SKIP(return, "no /dev/rdmashare");
+	ASSERT_NE(NULL, tr);
+	ASSERT_EQ(0, ps_resolve(test_ip(), PORT + 54, AF_INET, &ss, &len));
+	ASSERT_EQ(0, tr->open(1 << 20, &xa));
+	ASSERT_EQ(0, tr->open(1 << 20, &xb));
+	ASSERT_EQ(0, tr->listen(xa, (struct sockaddr *)&ss, len, &l));
+	ASSERT_EQ(0, tr->connect(xb, (struct sockaddr *)&ss, len, WAIT_MS, &b));
+	for (i = 0; i < FINI_MSG; i++)
+		msg[i] = i * 7 + 1;
+	/* Sent, closed and the file gone at once: the SEND and the CLOSE outstanding. */
+	ASSERT_EQ(FINI_MSG, tr->sendv(b, &iov, 1));
+	tr->close(b);
+	t = tr_fini_secs(tr, xb);
+	TH_LOG("the sender's fini: %.3f s", t);
+	EXPECT_GT(TEARDOWN_MAX, t);
+	/* Its peer: the message, whole, then the end. */
+	ASSERT_TRUE(tr_wait_ready(tr, l, WAIT_MS));
+	ASSERT_EQ(0, tr->accept(l, &a));
+	ASSERT_LT(0, tr_read_all(tr, a, got, FINI_MSG));
+	EXPECT_EQ(0, memcmp(msg, got, FINI_MSG));
+	EXPECT_EQ(0, tr_read_all(tr, a, got, 1));
+	/* A connection and a listener closed: the same. */
+	tr->close(a);
+	tr->close(l);
+	t = tr_fini_secs(tr, xa);
+	TH_LOG("the receiver's fini: %.3f s", t);
+	EXPECT_GT(TEARDOWN_MAX, t);
 }
 
 TEST(job_kill_worker)
