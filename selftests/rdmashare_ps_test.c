@@ -36,10 +36,11 @@
  *    version 1 (and the push of iteration 0) stays pending while the other
  *    worker has not pushed, then, polled with a timeout of 0, gets version
  *    1's values.
- *  - job_kill_worker, job_kill_server: SIGKILL a worker (1 server, 3
- *    workers) or server 1 (2 servers, 2 workers) while the others wait:
- *    every other worker's wait fails with an error (not -ETIMEDOUT) well
- *    within its timeout, and the servers' runs fail.
+ *  - kill.{tcp,native,verbs}.{worker,server}: SIGKILL a worker (1 server,
+ *    3 workers) or server 1 (2 servers, 2 workers) while the others wait,
+ *    over each of libps's transports: every other worker's wait fails with
+ *    an error (not -ETIMEDOUT) well within its timeout, and the servers'
+ *    runs fail.
  *  - job.{sync,async}_{tcp,rdmashare}_*.run: 1 server + 2 workers and 2
  *    servers + 4 workers as processes, over TCP and under rdmashare-run
  *    (this program again, a role named by RS_PS_ROLE): sync SGD
@@ -1214,9 +1215,41 @@ TEST(native_fini)
 	EXPECT_GT(TEARDOWN_MAX, t);
 }
 
-TEST(job_kill_worker)
+/*
+ * The kill tests, over each transport: a lost node reaches the others as
+ * the end of a TCP connection, of an AC (its file closed by the exit) or
+ * of an RC QP (rdma_cm's disconnect).  @port is kill.worker's, the next
+ * one kill.server's.
+ */
+FIXTURE(kill) {
+};
+
+FIXTURE_VARIANT(kill) {
+	const char *transport;
+	unsigned int port;
+};
+
+FIXTURE_VARIANT_ADD(kill, tcp) { NULL, PORT + 21 };
+FIXTURE_VARIANT_ADD(kill, native) { "rdmashare", PORT + 50 };
+FIXTURE_VARIANT_ADD(kill, verbs) { "verbs", PORT + 52 };
+
+FIXTURE_SETUP(kill)
 {
-	struct job j = { .S = 1, .W = 3, .port = PORT + 21, .mode = PS_SYNC, .lr = 0.5f };
+	if (variant->transport && !strcmp(variant->transport, "rdmashare") &&
+	    !rs_path_exists("/dev/rdmashare"))
+		SKIP(return, "no /dev/rdmashare");
+	if (variant->transport && !strcmp(variant->transport, "verbs") && !has_rdma_device())
+		SKIP(return, "no RDMA device");
+}
+
+FIXTURE_TEARDOWN(kill)
+{
+}
+
+TEST_F_TIMEOUT(kill, worker, 90)
+{
+	struct job j = { .S = 1, .W = 3, .port = variant->port, .mode = PS_SYNC, .lr = 0.5f,
+			 .transport = variant->transport };
 	int ready[2], st[3], err = 0;
 	float g[K_LEN] = { 0 };
 	struct ps_worker *w;
@@ -1244,9 +1277,10 @@ TEST(job_kill_worker)
 	EXPECT_EQ(0, st[2]);
 }
 
-TEST(job_kill_server)
+TEST_F_TIMEOUT(kill, server, 90)
 {
-	struct job j = { .S = 2, .W = 2, .port = PORT + 22, .mode = PS_SYNC, .lr = 0.5f };
+	struct job j = { .S = 2, .W = 2, .port = variant->port + 1, .mode = PS_SYNC, .lr = 0.5f,
+			 .transport = variant->transport };
 	struct ps_worker *w;
 	float out[K_LEN];
 	int st[3], err = 0, id;
