@@ -12,8 +12,10 @@
 #  - nc copies a file to the peer (its sha256 compared there); socat
 #    copies one back; iperf3 -t 3 -J each way (-R);
 #    sockperf ping-pong (--tcp); redis-server with redis-cli set and get,
-#    and redis-benchmark -t set,get -P 16.  All preloaded at both ends:
-#    over rdmashare.
+#    and redis-benchmark -t set,get -P 16; PyTorch's gloo allreduce
+#    (userlib/ps/torch-gloo.py: tensors up to 4 MiB, every sum checked on
+#    both ranks; its TCPStore and gloo's own connections).  All preloaded
+#    at both ends: over rdmashare.
 #  - Fallbacks, over TCP with the file whole: a preloaded client to a plain
 #    server, a plain client to a preloaded server; then the peer unloads
 #    rdmashare (rmmod) and a preloaded client reaches its preloaded server,
@@ -38,6 +40,7 @@ IN=/tmp/pair-preload.in
 OUT=/tmp/pair-preload.out
 LISTENERS=/sys/kernel/debug/rdmashare/listeners
 MAXSEGS=32	# TCP segments a run over rdmashare may send (the side port's)
+GLOO="$top/userlib/ps/torch-gloo.py allreduce --iface eth0 --max-size $((4 << 20)) --rounds 1"
 case $role in
 client) my_ctl=7398 their_ctl=7399 ;;
 peer) my_ctl=7399 their_ctl=7398 ;;
@@ -119,7 +122,7 @@ listening() {
 	while kill -0 "$3" 2>/dev/null; do
 		ss -ltn | grep -q ":$1 " &&
 			{ [ "$2" = 0 ] || grep -q "^port $1 " $LISTENERS; } && return 0
-		[ $((SECONDS - t0)) -lt 60 ] || break
+		[ $((SECONDS - t0)) -lt "${WAIT:-60}" ] || break
 		sleep 0.1
 	done
 	ss -ltn
@@ -164,6 +167,15 @@ drive() {
 		fail "$1: '$2' failed"
 	}
 }
+# gloo_moved: torch-gloo.py's allreduce checked its sums (OUT), and its
+# bytes went both ways over rdmashare.
+gloo_moved() {
+	local bytes
+	sed "s/^/pair_preload ($role): gloo: /" "$OUT"
+	bytes=$(sed -n 's/^allreduce: .*, \([0-9]*\) bytes, sums exact.*/\1/p' "$OUT")
+	[ -n "$bytes" ] || fail "gloo: no checked result"
+	over_rdma gloo "$bytes" "$bytes"
+}
 # The number after KEY in OUT, the last one.
 value() {
 	tr '\r' '\n' <"$OUT" | grep -oE "$1[0-9.]+" | tail -n1 | sed "s/^$1//"
@@ -204,6 +216,11 @@ peer)
 		--appendonly no --protected-mode no --daemonize no >/dev/null"
 	moved redis
 	[ "$segs" -lt $MAXSEGS ] || fail "redis: TCP sent $segs segments: not over rdmashare"
+
+	# Rank 0, its TCPStore on 7332 once torch is imported (tens of
+	# seconds under emulation).
+	WAIT=300 serve gloo 7332 1 0 "$run -d $GLOO --rank 0 --master $ip:7332 >$OUT"
+	gloo_moved
 
 	# Fallbacks: the client checks that the file went over TCP.
 	serve plain-server 7327 0 0 "nc -l $ip 7327 >$OUT </dev/null"
@@ -295,6 +312,18 @@ $(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
 	# 1000 requests of 20 bytes at least, their answers of 5 ("+OK\r\n").
 	over_rdma redis $((1000 * 20)) $((1000 * 5))
 	tell "done redis"
+
+	# Rank 1 imports torch meanwhile, and meets rank 0 once it listens.
+	rm -f /tmp/gloo.go
+	timeout 600 "$run" -d $GLOO --rank 1 --master "$peer:7332" --start-after /tmp/gloo.go \
+		>"$OUT" 2>/tmp/gloo.err &
+	pid=$!
+	hear "ready gloo"
+	mark
+	touch /tmp/gloo.go
+	wait $pid || { tail -n 20 /tmp/gloo.err "$OUT"; fail "gloo: torch-gloo.py failed"; }
+	gloo_moved
+	tell "done gloo"
 
 	drive plain-server "$run nc -N $peer 7327 <$IN"
 	over_tcp plain-server

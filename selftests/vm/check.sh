@@ -22,10 +22,11 @@
 #   vm-pair-debug  two debug guests on one emulated link: rs-pingpong over
 #             IPv4 and IPv6; nc, socat, iperf3, sockperf and redis under
 #             rdmashare-run from one guest to the other, over rdmashare, and
-#             over TCP with one side plain or the peer's module unloaded
-#             (pair_preload.sh); the peer's link down for 20 s under a stream
-#             and up again (pair_linkflap.sh), then the peer's power is cut
-#             mid-transfer and it boots again
+#             over TCP with one side plain or the peer's module unloaded,
+#             and PyTorch's gloo allreduce over rdmashare (pair_preload.sh);
+#             the peer's link down for 20 s under a stream and up again
+#             (pair_linkflap.sh), then the peer's power is cut mid-transfer
+#             and it boots again
 #   vm-soak-debug  two debug guests, 2 minutes of rssoak: ACs opened and
 #             closed with every message checked, workers killed, the
 #             client's rxe0 removed and added back, the peer's power cut
@@ -192,12 +193,12 @@ pair_stage() {
 	t0=$(date +%s)
 	rm -rf "$LOGS/$name.vm"
 	if bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" \
-		--out "$LOGS/$name.vm" --timeout 700 \
+		--out "$LOGS/$name.vm" --timeout 900 \
 		--peer "$st/pair_smoke.sh peer && $st/pair_preload.sh peer && $st/pair_linkflap.sh peer && $st/pair_peerloss.sh peer" \
 		--peer-reboot "$st/pair_peerloss.sh peer-again" \
 		-- "$st/pair_smoke.sh client && $st/pair_preload.sh client && $st/pair_linkflap.sh client && $st/pair_peerloss.sh client" \
 		>"$LOGS/$name.log" 2>&1; then
-		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, programs under rdmashare-run and their fallbacks, the peer's link down and up, peer power cut, reconnects ($(( $(date +%s) - t0 ))s)"
+		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, programs and PyTorch's gloo under rdmashare-run, fallbacks, the peer's link down and up, peer power cut, reconnects ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "$name: two $kernel guests, log: $LOGS/$name.log"
 		# The first kernel problem (run-vm.sh quotes it), then the outputs.

@@ -34,6 +34,8 @@ PKGS=(
 	# the parameter server's training on Fashion-MNIST (ps-train,
 	# rdmashare_ps_test)
 	dataset-fashion-mnist
+	# PyTorch's gloo under rdmashare-run (torch-gloo.py, pair_preload.sh)
+	python3-torch
 	# packaging: man pages checked, DKMS
 	man-db groff-base dkms
 	# the install stage: udev applies the installed rule in the guests
