@@ -800,7 +800,7 @@ static ssize_t rs_acfile_send_zc(struct rs_ac *ac, struct iov_iter *from,
 	rdev = qp ? READ_ONCE(qp->rdev) : NULL;
 	if (!rdev || READ_ONCE(af->op_head) - READ_ONCE(af->op_tail) >= RS_ACFILE_OPS)
 		return 0;
-	zc = rs_zc_pin(rdev, (unsigned long)seg->iov_base, len);
+	zc = rs_zc_pin(rdev, (unsigned long)seg->iov_base, len, false);
 	if (IS_ERR(zc))
 		return PTR_ERR(zc) == -ENOMEM ? -ENOMEM : 0;
 	op = &af->ops[af->op_head % RS_ACFILE_OPS];

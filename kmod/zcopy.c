@@ -98,20 +98,21 @@ static void rs_zc_uncharge(struct rs_zc *zc, unsigned long n)
 }
 
 /*
- * Map @zc's @n pages for @rdev, to be read: 0, -ENODEV once the device
+ * Map @zc's @n pages for @rdev, to be read (or written, a reader's): 0, -ENODEV once the device
  * goes, or -EIO.  Ready for its first reference then.
  */
 static int rs_zc_map(struct rs_zc *zc, struct rs_device *rdev, unsigned long n)
 {
+	enum dma_data_direction dir = zc->write ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	unsigned long i;
 	u64 dma;
 
 	if (!rs_zc_device_get(rdev))
 		return -ENODEV;
 	zc->map.rdev = rdev;
-	zc->map.dir = DMA_TO_DEVICE;
+	zc->map.dir = dir;
 	for (i = 0; i < n; i++) {
-		dma = ib_dma_map_page(rdev->ibdev, zc->pages[i], 0, PAGE_SIZE, DMA_TO_DEVICE);
+		dma = ib_dma_map_page(rdev->ibdev, zc->pages[i], 0, PAGE_SIZE, dir);
 		if (ib_dma_mapping_error(rdev->ibdev, dma)) {
 			rs_dma_map_unmap(&zc->map, i);
 			rs_zc_device_put(rdev);
@@ -137,16 +138,17 @@ static void rs_zc_free(struct rs_zc *zc)
  * @rdev: the device of the AC the write goes on
  * @uaddr: the first byte, in the calling process
  * @len: bytes, at least one, checked with access_ok() already
+ * @write: the device writes them (a reader's buffer, sink.c), else reads
  *
- * Process context, the writer's.  Offset 0 of the mapping is @uaddr's
- * page: the write's chunks are at offset_in_page(@uaddr) on.
+ * Process context, the writer's (or reader's).  Offset 0 of the mapping is
+ * @uaddr's page: the write's chunks are at offset_in_page(@uaddr) on.
  *
  * Return: the pages, with one reference; ERR_PTR(-ENOMEM) past the
  * writer's RLIMIT_MEMLOCK (its user's, all of its files and writes
  * together) or without memory, -EFAULT, -ENODEV if @rdev
  * goes, -EIO if the device cannot map them.
  */
-struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
+struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len, bool write)
 {
 	unsigned long first = uaddr & PAGE_MASK, got = 0;
 	unsigned long n = (PAGE_ALIGN(uaddr + len) - first) >> PAGE_SHIFT;
@@ -166,10 +168,11 @@ struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len)
 	ret = rs_zc_charge(zc, n);
 	if (ret)
 		goto out_free;
-	/* Read only: the device reads them. */
+	/* Read only if the device only reads them. */
+	zc->write = write;
 	while (got < n) {
-		ret = pin_user_pages_fast(first + (got << PAGE_SHIFT), n - got, 0,
-					  zc->pages + got);
+		ret = pin_user_pages_fast(first + (got << PAGE_SHIFT), n - got,
+					  write ? FOLL_WRITE : 0, zc->pages + got);
 		if (ret <= 0) {
 			ret = ret ?: -EFAULT;
 			goto out_unpin;
@@ -200,7 +203,8 @@ static void rs_zc_release(struct kref *ref)
 		for (i = 0; i < zc->nr_pages; i++)
 			__free_page(zc->pages[i]);
 	} else {
-		unpin_user_pages(zc->pages, zc->nr_pages);
+		/* A reader's were written by the device. */
+		unpin_user_pages_dirty_lock(zc->pages, zc->nr_pages, zc->write);
 		rs_zc_uncharge(zc, zc->nr_pages);
 	}
 	rs_zc_free(zc);

@@ -29,6 +29,7 @@ struct user_struct;
  * @op: the operation that sends from it (acfile.c), while it may
  * @kernel: @pages are the kernel's own, a copy of a writer's
  *	(rs_zc_bounce()): nothing pinned or charged
+ * @write: a reader's pages, which the device writes (sink.c)
  * @next: on the writer's list (acfile.c)
  */
 struct rs_zc {
@@ -41,10 +42,11 @@ struct rs_zc {
 	struct mm_struct *mm;
 	struct rs_send *op;
 	bool kernel;
+	bool write;
 	struct rs_zc *next;
 };
 
-struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len);
+struct rs_zc *rs_zc_pin(struct rs_device *rdev, unsigned long uaddr, size_t len, bool write);
 void rs_zc_put(struct rs_zc *zc);
 void rs_zc_copy(const struct rs_zc *zc, u64 off, void *dst, u32 len);
 struct rs_zc *rs_zc_bounce(const struct rs_zc *zc);
