@@ -44,10 +44,19 @@ struct rs_wire_reject {
 	__be32 error;
 } __packed;
 
+struct rs_wire_sink {
+	__be32 id;
+	__be32 off;
+	__be32 len;
+	__be32 rkey;
+	__be64 addr;
+} __packed;
+
 static_assert(sizeof(struct rs_wire_hdr) == RS_HDR_LEN);
 static_assert(sizeof(struct rs_wire_conn) == RS_CONN_PARAMS_LEN);
 static_assert(sizeof(struct rs_wire_reject) == RS_REJECT_LEN);
 static_assert(sizeof(struct rs_wire_placed) == RS_PLACED_LEN);
+static_assert(sizeof(struct rs_wire_sink) == RS_SINK_LEN);
 
 /*
  * Payload length that a message of @type must carry, given the data length
@@ -63,6 +72,8 @@ int rs_proto_payload_len(u8 type, u32 data_len)
 		return RS_CONN_PARAMS_LEN;
 	case RS_MSG_REJECT:
 		return RS_REJECT_LEN;
+	case RS_MSG_SINK:
+		return RS_SINK_LEN;
 	case RS_MSG_CLOSE:
 	case RS_MSG_CREDIT:
 	case RS_MSG_KEEPALIVE:
@@ -71,6 +82,37 @@ int rs_proto_payload_len(u8 type, u32 data_len)
 	return -EINVAL;
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_proto_payload_len);
+
+/*
+ * Version 6: a SINK record.  An offer names a buffer of at least a byte
+ * (a stream offset may be anything); CANCEL names only the offer, DONE the
+ * offer and the bytes written, which the receiver checks against what it
+ * saw.
+ */
+static int rs_proto_check_sink(const struct rs_proto_msg *m, u8 version)
+{
+	const struct rs_sink_params *s = &m->sink;
+
+	if (version < 6 || !m->dst_conn || !m->src_conn || m->credits)
+		return -EBADMSG;
+	if (m->seq || m->msg_len || m->offset)
+		return -EBADMSG;
+	switch (m->flags) {
+	case 0:
+		if (!s->len || s->len > RS_PROTO_MAX_MSG || !s->rkey)
+			return -EBADMSG;
+		return 0;
+	case RS_F_CANCEL:
+		if (s->off || s->len || s->rkey || s->addr)
+			return -EBADMSG;
+		return 0;
+	case RS_F_DONE:
+		if (s->off || s->len > RS_PROTO_MAX_MSG || s->rkey || s->addr)
+			return -EBADMSG;
+		return 0;
+	}
+	return -EBADMSG;
+}
 
 /*
  * Checks shared by encode and decode; @max_chunk bounds DATA payloads,
@@ -109,10 +151,16 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 		if (m->len > max_chunk || m->msg_len > RS_PROTO_MAX_MSG)
 			return -EBADMSG;
 		chunk = m->len;
-		if (m->flags & RS_F_PLACED) {
-			/* Version 4: where a chunk of data went, never none. */
+		if (m->flags & (RS_F_PLACED | RS_F_SINK)) {
+			/*
+			 * Version 4: where a chunk of data went, never none;
+			 * version 6: or that it went to the sink, not both.
+			 */
 			if (version < 4 || m->len != RS_PLACED_LEN || !m->placed.len ||
 			    m->placed.len > RS_PROTO_MAX_CHUNK)
+				return -EBADMSG;
+			if ((m->flags & RS_F_SINK) &&
+			    (version < 6 || (m->flags & RS_F_PLACED)))
 				return -EBADMSG;
 			chunk = m->placed.len;
 		}
@@ -165,6 +213,8 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 		if (m->dst_conn || m->src_conn || m->credits)
 			return -EBADMSG;
 		break;
+	case RS_MSG_SINK:
+		return rs_proto_check_sink(m, version);
 	}
 	if (conn) {
 		if (m->conn.slot_size < RS_PROTO_MIN_SLOT ||
@@ -204,6 +254,7 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	struct rs_wire_conn *wc = p;
 	struct rs_wire_reject *wr = p;
 	struct rs_wire_placed *wp = p;
+	struct rs_wire_sink *ws = p;
 	size_t total = RS_HDR_LEN;
 	int slots;
 
@@ -212,7 +263,7 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	if (version < RS_PROTO_VERSION_MIN || version > RS_PROTO_VERSION)
 		return -EINVAL;
 	slots = rs_proto_slots_off(m, version);
-	if (m->type != RS_MSG_DATA || (m->flags & RS_F_PLACED))
+	if (m->type != RS_MSG_DATA || (m->flags & (RS_F_PLACED | RS_F_SINK)))
 		total += slots >= 0 ? slots : m->len;
 	if (buf_len < total)
 		return -ENOSPC;
@@ -240,10 +291,17 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 		wr->error = cpu_to_be32(m->error);
 		break;
 	case RS_MSG_DATA:
-		if (m->flags & RS_F_PLACED) {
+		if (m->flags & (RS_F_PLACED | RS_F_SINK)) {
 			wp->len = cpu_to_be32(m->placed.len);
 			wp->slot = cpu_to_be32(m->placed.slot);
 		}
+		break;
+	case RS_MSG_SINK:
+		ws->id = cpu_to_be32(m->sink.id);
+		ws->off = cpu_to_be32(m->sink.off);
+		ws->len = cpu_to_be32(m->sink.len);
+		ws->rkey = cpu_to_be32(m->sink.rkey);
+		ws->addr = cpu_to_be64(m->sink.addr);
 		break;
 	}
 	return total;
@@ -259,7 +317,8 @@ EXPORT_SYMBOL_IF_KUNIT(rs_proto_encode);
  * @m: the decoded message
  *
  * For DATA, the payload is at @buf + RS_HDR_LEN, @m->len bytes; flagged
- * RS_F_PLACED, it was written to the slot @m->placed says.
+ * RS_F_PLACED, it was written to the slot @m->placed says, RS_F_SINK to
+ * the reader's sink.
  *
  * Return: 0; -EPROTONOSUPPORT for another protocol version; -EBADMSG for a
  * truncated, inconsistent or unknown message.
@@ -272,6 +331,7 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 	const struct rs_wire_conn *wc = p;
 	const struct rs_wire_reject *wr = p;
 	const struct rs_wire_placed *wp = p;
+	const struct rs_wire_sink *ws = p;
 
 	if (buf_len < RS_HDR_LEN)
 		return -EBADMSG;
@@ -306,7 +366,7 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 		m->conn.rkey = be32_to_cpu(wc->rkey);
 		break;
 	case RS_MSG_DATA:
-		if (!(m->flags & RS_F_PLACED))
+		if (!(m->flags & (RS_F_PLACED | RS_F_SINK)))
 			break;
 		if (m->len != RS_PLACED_LEN)
 			return -EBADMSG;
@@ -317,6 +377,15 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 		if (m->len != RS_REJECT_LEN)
 			return -EBADMSG;
 		m->error = be32_to_cpu(wr->error);
+		break;
+	case RS_MSG_SINK:
+		if (m->len != RS_SINK_LEN)
+			return -EBADMSG;
+		m->sink.id = be32_to_cpu(ws->id);
+		m->sink.off = be32_to_cpu(ws->off);
+		m->sink.len = be32_to_cpu(ws->len);
+		m->sink.rkey = be32_to_cpu(ws->rkey);
+		m->sink.addr = be64_to_cpu(ws->addr);
 		break;
 	}
 	return rs_proto_check(m, version, max_chunk);

@@ -43,8 +43,18 @@
  * the immediate data is dst_conn (big endian), and it stands for the DATA
  * records of the next chunks of the message in progress on that AC
  * (rs_proto_continue()): the bytes written, cut at the receiver's slot
- * size, in the oldest slots granted, one after the other.  The version
- * is negotiated when the QP is set up (cm.c) and every record carries it.
+ * size, in the oldest slots granted, one after the other.  Version 6: a
+ * reader's own buffer (SDP's SinkAvail): a SINK record offers the peer
+ * "len" bytes at "addr" under "rkey" for the stream's bytes from "off"
+ * on (the count of DATA bytes on the AC, modulo 2^32), at most one offer
+ * at a time per AC.  The peer writes the next chunks there, if its stream
+ * is at "off", each an RDMA WRITE and a DATA record flagged RS_F_SINK
+ * (payload: struct rs_wire_placed, "slot" the offer's id), no credit
+ * used, and ends the offer with a SINK record flagged RS_F_DONE whose
+ * "len" is the bytes written (0: none, the stream was past "off"); the
+ * reader may ask for it back early with RS_F_CANCEL, answered by the same
+ * DONE.  The version is negotiated when the QP is set up (cm.c) and every
+ * record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per
  * peer transport; 0 means none.  "credits" on any message returns that many
@@ -59,7 +69,7 @@
 #include <linux/limits.h>
 #include <linux/types.h>
 
-#define RS_PROTO_VERSION	5	/* the newest this host speaks */
+#define RS_PROTO_VERSION	6	/* the newest this host speaks */
 #define RS_PROTO_VERSION_MIN	1	/* the oldest */
 #define RS_HDR_LEN		32
 #define RS_REC_ALIGN		8	/* version 2: records start aligned */
@@ -81,14 +91,16 @@ enum rs_msg_type {
 	RS_MSG_CLOSE,		/* the sender closed its end, or shut it down */
 	RS_MSG_CREDIT,		/* a credit grant and nothing else */
 	RS_MSG_KEEPALIVE,	/* QP liveness probe, for no AC */
-	RS_MSG_TYPE_MAX = RS_MSG_KEEPALIVE,
+	RS_MSG_SINK,		/* version 6: a reader's buffer, offered or done */
+	RS_MSG_TYPE_MAX = RS_MSG_SINK,
 };
 
 /* DATA flags */
 #define RS_F_FIRST	BIT(0)	/* first chunk of a message */
 #define RS_F_LAST	BIT(1)	/* last chunk of a message */
 #define RS_F_PLACED	BIT(2)	/* version 4: the chunk was written to a slot */
-#define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST | RS_F_PLACED)
+#define RS_F_SINK	BIT(3)	/* version 6: written to the reader's sink */
+#define RS_F_DATA_MASK	(RS_F_FIRST | RS_F_LAST | RS_F_PLACED | RS_F_SINK)
 
 /* CLOSE flags */
 #define RS_F_HALF	BIT(0)	/* only the sender's data is done (SHUTDOWN) */
@@ -98,6 +110,11 @@ enum rs_msg_type {
 #define RS_F_RECLAIM	BIT(1)	/* return the credits you do not need */
 #define RS_F_RETURN	BIT(2)	/* "credits" are returned, not granted */
 #define RS_F_CREDIT_MASK	(RS_F_WANT | RS_F_RECLAIM | RS_F_RETURN)
+
+/* SINK flags, version 6: none (an offer) or one of them */
+#define RS_F_CANCEL	BIT(0)	/* the reader wants its buffer back */
+#define RS_F_DONE	BIT(1)	/* the writer is done with it: len bytes in it */
+#define RS_F_SINK_MASK	(RS_F_CANCEL | RS_F_DONE)
 
 /* Payload of CONNECT and ACCEPT. */
 struct rs_conn_params {
@@ -113,7 +130,20 @@ struct rs_placed {
 	u32 slot;		/* the receive slot it was written to */
 };
 
+/*
+ * Payload of SINK, version 6: an offer names all of it; a CANCEL only @id;
+ * a DONE @id and in @len the bytes written.
+ */
+struct rs_sink_params {
+	u32 id;			/* the reader's number for the offer */
+	u32 off;		/* the stream's byte it starts at */
+	u32 len;		/* bytes, at most RS_PROTO_MAX_MSG */
+	u32 rkey;		/* of the memory region over them */
+	u64 addr;		/* the first byte in that region */
+};
+
 #define RS_PLACED_LEN		8
+#define RS_SINK_LEN		24
 #define RS_CONN_PARAMS_LEN	16
 /* Payload of REJECT: a positive errno (ECONNREFUSED, ENOBUFS, ...). */
 #define RS_REJECT_LEN		4
@@ -134,7 +164,8 @@ struct rs_proto_msg {
 	union {
 		struct rs_conn_params conn;	/* CONNECT, ACCEPT */
 		u32 error;			/* REJECT */
-		struct rs_placed placed;	/* DATA, RS_F_PLACED */
+		struct rs_placed placed;	/* DATA, RS_F_PLACED or RS_F_SINK */
+		struct rs_sink_params sink;	/* SINK */
 	};
 };
 
@@ -144,10 +175,16 @@ static inline bool rs_proto_placed(const struct rs_proto_msg *m)
 	return m->type == RS_MSG_DATA && (m->flags & RS_F_PLACED);
 }
 
+/* Is @m a DATA record of a chunk written to the reader's sink? */
+static inline bool rs_proto_sunk(const struct rs_proto_msg *m)
+{
+	return m->type == RS_MSG_DATA && (m->flags & RS_F_SINK);
+}
+
 /* Bytes of application data a DATA record @m carries or placed. */
 static inline u32 rs_proto_chunk_len(const struct rs_proto_msg *m)
 {
-	return rs_proto_placed(m) ? m->placed.len : m->len;
+	return rs_proto_placed(m) || rs_proto_sunk(m) ? m->placed.len : m->len;
 }
 
 /*

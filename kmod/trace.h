@@ -121,7 +121,7 @@ TRACE_EVENT(rdmashare_msg_post,
 				   { RS_MSG_DATA, "DATA" }, { RS_MSG_CONNECT, "CONNECT" },
 				   { RS_MSG_ACCEPT, "ACCEPT" }, { RS_MSG_REJECT, "REJECT" },
 				   { RS_MSG_CLOSE, "CLOSE" }, { RS_MSG_CREDIT, "CREDIT" },
-				   { RS_MSG_KEEPALIVE, "KEEPALIVE" }),
+				   { RS_MSG_KEEPALIVE, "KEEPALIVE" }, { RS_MSG_SINK, "SINK" }),
 		  __entry->flags, __entry->src, __entry->dst, __entry->seq,
 		  __entry->offset, __entry->len, __entry->credits)
 );

@@ -391,6 +391,92 @@ static void proto_placed_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, rs_proto_chunk_len(&m), 0);
 }
 
+/*
+ * Version 6: a SINK record offers a reader's buffer (all fields), asks for
+ * it back (CANCEL: the id only) or ends it (DONE: the id and the bytes
+ * written); a DATA chunk written into a sink says so and its length, never
+ * placed in a slot as well.
+ */
+static void proto_sink_test(struct kunit *test)
+{
+	struct rs_proto_msg m = { .type = RS_MSG_SINK, .dst_conn = 3, .src_conn = 4,
+				  .len = RS_SINK_LEN,
+				  .sink = { .id = 7, .off = 0xfffffff0, .len = 2 << 20,
+					    .rkey = 0x11223344, .addr = 0x0102030405060708ULL } };
+	struct rs_proto_msg out;
+	u8 buf[BUF_LEN];
+
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), RS_HDR_LEN + RS_SINK_LEN);
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 16], 0x01);	/* addr, big endian */
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 23], 0x08);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_SINK_LEN, 6, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.sink.id, 7);
+	KUNIT_EXPECT_EQ(test, out.sink.off, 0xfffffff0);
+	KUNIT_EXPECT_EQ(test, out.sink.len, 2 << 20);
+	KUNIT_EXPECT_EQ(test, out.sink.rkey, 0x11223344);
+	KUNIT_EXPECT_EQ(test, out.sink.addr, 0x0102030405060708ULL);
+	/* Cut short, or on a version 5 QP. */
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + 16, 6, 64, &out), -EBADMSG);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 5, buf, sizeof(buf)), -EINVAL);
+	/* An offer of nothing, of more than a message, without a region. */
+	m.sink.len = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.sink.len = RS_PROTO_MAX_MSG + 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.sink.len = 4096;
+	m.sink.rkey = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.sink.rkey = 1;
+	/* Credits, data fields, no AC: refused. */
+	m.credits = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.credits = 0;
+	m.seq = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.seq = 0;
+	m.dst_conn = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.dst_conn = 3;
+
+	/* CANCEL names only the offer; DONE the offer and a count. */
+	m.flags = RS_F_CANCEL;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.sink = (struct rs_sink_params){ .id = 7 };
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), RS_HDR_LEN + RS_SINK_LEN);
+	m.flags = RS_F_DONE;
+	m.sink.len = 12345;
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), RS_HDR_LEN + RS_SINK_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_SINK_LEN, 6, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.flags, RS_F_DONE);
+	KUNIT_EXPECT_EQ(test, out.sink.len, 12345);
+	m.sink.rkey = 5;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.sink.rkey = 0;
+	m.flags = RS_F_DONE | RS_F_CANCEL;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.flags = BIT(2);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+
+	/* A chunk in the sink: its length, the sink's id. */
+	m = (struct rs_proto_msg){ .type = RS_MSG_DATA, .flags = RS_F_FIRST | RS_F_SINK,
+				   .dst_conn = 3, .src_conn = 4, .seq = 2, .msg_len = 300000,
+				   .len = RS_PLACED_LEN, .placed = { .len = 262144, .slot = 7 } };
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), RS_HDR_LEN + RS_PLACED_LEN);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + RS_PLACED_LEN, 6, 64, &out), 0);
+	KUNIT_EXPECT_TRUE(test, rs_proto_sunk(&out));
+	KUNIT_EXPECT_FALSE(test, rs_proto_placed(&out));
+	KUNIT_EXPECT_EQ(test, rs_proto_chunk_len(&out), 262144);
+	KUNIT_EXPECT_EQ(test, out.placed.slot, 7);
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 5, buf, sizeof(buf)), -EINVAL);
+	m.flags |= RS_F_PLACED;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.flags &= ~RS_F_PLACED;
+	m.placed.len = RS_PROTO_MAX_CHUNK + 1;
+	m.msg_len = m.placed.len;
+	m.flags |= RS_F_LAST;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+}
+
 /* The header is big endian on the wire whatever the host. */
 static void proto_byte_order_test(struct kunit *test)
 {
@@ -597,6 +683,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_credit_flags_test),
 	KUNIT_CASE(proto_named_credits_test),
 	KUNIT_CASE(proto_placed_test),
+	KUNIT_CASE(proto_sink_test),
 	KUNIT_CASE(proto_continue_test),
 	KUNIT_CASE(proto_reject_errno_test),
 	KUNIT_CASE(proto_batch_test),
