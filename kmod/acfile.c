@@ -50,6 +50,7 @@
 #include "acfile.h"
 #include "compat.h"
 #include "ioctl.h"
+#include "sink.h"
 #include "transport.h"
 #include "zcopy.h"
 
@@ -155,6 +156,7 @@ void rs_acfile_free(struct rs_ac *ac)
 {
 	struct rs_acfile *af = ac->af;
 
+	rs_sink_ac_free(ac);
 	if (af->sndbuf_len)
 		rs_acfile_free_pages(ac->rf, af->page, af->sndbuf_len >> PAGE_SHIFT);
 	if (af->old_pages)
@@ -498,14 +500,28 @@ static ssize_t rs_acfile_peek(struct rs_ac *ac, struct iov_iter *to, unsigned in
  * it can: the bytes copied are read, and the read returns them, or EFAULT
  * if there are none.
  */
+/*
+ * Does a read that finds nothing to read offer its own buffer to the
+ * peer (sink.c)?  If it may wait and has zcopy_min bytes of user memory
+ * in one piece, once per call.
+ */
+static bool rs_acfile_sink_wanted(struct rs_ac *ac, struct iov_iter *to, unsigned int how)
+{
+	u32 min = READ_ONCE(rs_zcopy_min);
+
+	return min && iov_iter_count(to) >= min && !(how & RS_IO_NOWAIT) &&
+	       user_backed_iter(to) && rs_iter_user_seg(to).iov_len >= min &&
+	       READ_ONCE(ac->state) == RS_AC_OPEN;
+}
+
 static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned int how)
 {
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
 	u32 idx, have, take, conn;
 	size_t done = 0, copied;
+	bool empty, gone, sunk = false;
 	ssize_t ret = 0;
-	bool empty, gone;
 	int end;
 
 	if (!iov_iter_count(to))
@@ -536,6 +552,15 @@ static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned in
 			if (how & RS_IO_NOWAIT) {
 				ret = -EAGAIN;
 				break;
+			}
+			if (!sunk && rs_acfile_sink_wanted(ac, to, how)) {
+				/* Written into @to, or not: then as before. */
+				sunk = true;
+				ret = rs_sink_read(ac, to);
+				if (ret < 0)
+					break;
+				done += ret;
+				continue;
 			}
 			ret = wait_event_interruptible(ac->wait, rs_acfile_readable(ac));
 			if (ret)

@@ -16,6 +16,7 @@
 #include "rdmashare.h"
 
 struct rs_ac;
+struct rs_sink;
 struct rdmashare_file_params;
 
 /* Writes of an AC file queued and not completed, at most. */
@@ -80,6 +81,10 @@ struct rdmashare_file_params;
  * @conn_work: the next step, once @conn_qp is up or down
  * @conn_timer: ends it at its deadline
  * @conn_retried: it tried a second QP already
+ * @sink: version 6: the reader's buffer the peer may write into, from its
+ *	offer until no WRITE can come (a reference), under the file's rx_lock
+ *	(sink.c)
+ * @sink_seq: the number of the newest (@read_lock)
  *
  * The receive queue is under the file's rx_lock; the rest of the AC's
  * state (open, closed, the peer's end) is the AC's own.
@@ -128,6 +133,8 @@ struct rs_acfile {
 	struct work_struct conn_work;
 	struct delayed_work conn_timer;
 	bool conn_retried;
+	struct rs_sink *sink;
+	u32 sink_seq;
 };
 
 /*

@@ -747,7 +747,8 @@ void rs_ac_after_chunk(struct rs_ac *ac)
 {
 	lockdep_assert_held(&ac->qp->lock);
 	if (rs_ac_has_send(ac)) {
-		if (!ac->send_credits)
+		/* The peer's sink (sink.c) takes chunks without credits. */
+		if (!ac->send_credits && !ac->psink.open)
 			rs_ac_stalled(ac);
 	} else if (ac->give_back && !ac->close_sent) {
 		ac->give_back = false;

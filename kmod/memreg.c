@@ -320,6 +320,31 @@ u32 rs_dma_map_nr_sges(const struct rs_dma_map *map, u64 off, u32 len)
 }
 
 /**
+ * rs_dma_map_fit() - the bytes of a mapped data area that SGEs take
+ * @map: the mapping
+ * @off: offset in the data area
+ * @len: bytes, within the area, at least one
+ * @max: SGEs, at least one
+ *
+ * Return: how many of the @len bytes at @off go in @max SGEs of
+ * rs_dma_map_sges() (one per run of pages contiguous on the device): at
+ * least the first page's part.
+ */
+u32 rs_dma_map_fit(const struct rs_dma_map *map, u64 off, u32 len, u32 max)
+{
+	u32 fit = min_t(u32, len, PAGE_SIZE - offset_in_page(off)), n = 1;
+	unsigned long idx = off >> PAGE_SHIFT;
+
+	while (fit < len) {
+		if (map->dma[idx + 1] != map->dma[idx] + PAGE_SIZE && ++n > max)
+			break;
+		idx++;
+		fit = min_t(u32, len, fit + PAGE_SIZE);
+	}
+	return fit;
+}
+
+/**
  * rs_dma_map_sges() - SGEs for bytes of a mapped data area
  * @map: the mapping
  * @lkey: the device's local DMA lkey
@@ -461,17 +486,27 @@ void rs_rx_mr_invalidated(struct rs_device *rdev, u32 rkey)
 }
 
 /**
+ * rs_mr_reg_wr() - the work request that registers @mr for the peer to write
+ * @mr: a fast registration region, its pages mapped
+ * @wr: filled but for its wr_cqe and next
+ */
+void rs_mr_reg_wr(struct ib_mr *mr, struct ib_reg_wr *wr)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr.opcode = IB_WR_REG_MR;
+	wr->mr = mr;
+	wr->key = mr->rkey;
+	wr->access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+}
+
+/**
  * rs_rx_mr_reg_wr() - the work request that registers @map's region
  * @map: a mapping rs_rx_mr_claim() said to register
  * @wr: filled but for its wr_cqe and next
  */
 void rs_rx_mr_reg_wr(struct rs_dma_map *map, struct ib_reg_wr *wr)
 {
-	memset(wr, 0, sizeof(*wr));
-	wr->wr.opcode = IB_WR_REG_MR;
-	wr->mr = map->rx_mr;
-	wr->key = map->rx_mr->rkey;
-	wr->access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE;
+	rs_mr_reg_wr(map->rx_mr, wr);
 }
 
 /**

@@ -28,7 +28,21 @@
 
 #include "acfile.h"
 #include "rdmashare.h"
+#include "sink.h"
 #include "transport.h"
+
+/* Called with the file's rx_lock held: @m's @len bytes came for @ac. */
+static void rs_recv_account(struct rs_ac *ac, const struct rs_proto_msg *m, u32 len)
+{
+	ac->rx_off += len;
+	ac->rx_chunks++;
+	ac->rx_bytes += len;
+	if (m->flags & RS_F_LAST) {
+		ac->rx_seq++;
+		ac->rx_off = 0;
+		ac->rx_msgs++;
+	}
+}
 
 /*
  * A DATA chunk into a receive slot of the AC's file: copied from the SEND,
@@ -41,7 +55,7 @@
 static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const void *payload,
 			u32 *taken)
 {
-	bool placed = rs_proto_placed(m);
+	bool placed = rs_proto_placed(m), sunk = rs_proto_sunk(m);
 	u32 len = rs_proto_chunk_len(m);
 	struct rs_file *rf = ac->rf;
 	struct rdmashare_cqe cqe = {};
@@ -49,8 +63,11 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 	size_t at;
 	u32 idx;
 
-	/* The slot size this end named in its CONNECT or ACCEPT bounds a chunk. */
-	if (len > rf->rx_slot_size || (placed && !READ_ONCE(ac->rx_rkey)))
+	/*
+	 * The slot size this end named in its CONNECT or ACCEPT bounds a
+	 * chunk, but for one written into a reader's sink.
+	 */
+	if ((len > rf->rx_slot_size && !sunk) || (placed && !READ_ONCE(ac->rx_rkey)))
 		return -EPROTO;
 	spin_lock_irq(&rf->rx_lock);
 	if (ac->rx_done) {
@@ -69,6 +86,14 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 			goto proto;
 		ac->rx_msg_len = m->msg_len;
 	}
+	if (sunk) {
+		/* Version 6: in the reader's sink (sink.c), not in a slot. */
+		if (!rs_sink_recv_data(ac, m))
+			goto proto;
+		rs_recv_account(ac, m, len);
+		spin_unlock_irq(&rf->rx_lock);
+		return 0;
+	}
 	idx = m->placed.slot;
 	if (!rs_rx_take(ac, placed, &idx))
 		goto proto;		/* sent without a credit, or misplaced */
@@ -85,14 +110,7 @@ static int rs_recv_data(struct rs_ac *ac, const struct rs_proto_msg *m, const vo
 		rs_qp_stat(ac->qp, RS_STAT_RX_COPIED, len);
 	}
 
-	ac->rx_off += len;
-	ac->rx_chunks++;
-	ac->rx_bytes += len;
-	if (m->flags & RS_F_LAST) {
-		ac->rx_seq++;
-		ac->rx_off = 0;
-		ac->rx_msgs++;
-	}
+	rs_recv_account(ac, m, len);
 	if (ac->af) {
 		/* An AC file's: read(2) takes it (acfile.c). */
 		rs_acfile_deliver(ac, idx, len);
@@ -218,6 +236,16 @@ static bool rs_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *
 			rs_qp_down(qp, -EPROTO);
 		}
 		break;
+	case RS_MSG_SINK:
+		if (ac->remote_id != m->src_conn || READ_ONCE(ac->state) != RS_AC_OPEN)
+			break;
+		if (rs_sink_recv(qp, ac, m, &kick)) {
+			pr_warn_ratelimited("AC %u: protocol error from the peer: SINK %#x id %u len %u\n",
+					    ac->id, m->flags, m->sink.id, m->sink.len);
+			rs_qp_stat(qp, RS_STAT_ERRORS, 1);
+			rs_qp_down(qp, -EPROTO);
+		}
+		break;
 	case RS_MSG_CLOSE:
 		if (ac->remote_id != m->src_conn)
 			break;
@@ -229,7 +257,7 @@ static bool rs_recv(struct rs_qp *qp, const struct rs_proto_msg *m, const void *
 	}
 
 	if (ac->remote_id == m->src_conn)
-		kick = rs_recv_credits(qp, ac, m, payload);
+		kick |= rs_recv_credits(qp, ac, m, payload);
 	rs_ac_put(ac);
 	return kick || m->type == RS_MSG_ACCEPT;
 }

@@ -44,6 +44,7 @@
 #include <linux/slab.h>
 #include <linux/timekeeping.h>
 
+#include "sink.h"
 #include "trace.h"
 #include "transport.h"
 #include "zcopy.h"
@@ -143,6 +144,9 @@ static void rs_tx_release(struct rs_qp *qp, struct rs_tx *tx, int status, bool p
 	for (i = 0; i < tx->nr_regs; i++)
 		rs_rx_mr_registered(tx->regs[i], posted && !status);
 	tx->nr_regs = 0;
+	if (tx->sink_reg)
+		rs_sink_put(tx->sink_reg);
+	tx->sink_reg = NULL;
 	for (i = 0; i < tx->nr_items; i++) {
 		it = &tx->items[i];
 		if (it->op) {
@@ -234,7 +238,8 @@ struct rs_tx_plan {
 	bool zc_copy;			/* the payload to copy from them at zc_off, or */
 	struct rs_tx_write write;	/* one written to the peer's slot, */
 	bool imm;			/* announced by its immediate only */
-	struct rs_dma_map *reg;		/* a registration the SEND carries */
+	struct rs_dma_map *reg;		/* a registration the SEND carries, */
+	struct rs_sink *sink;		/* or a sink's (reference taken) */
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
 	bool lazy;			/* a grant the peer does not wait for */
@@ -404,6 +409,101 @@ static u32 rs_plan_rkey(struct rs_qp *qp, struct rs_ac *ac, const struct rs_tx *
 }
 
 /*
+ * Called with qp->lock held: @ac's SINK record that @bits owes, into @p:
+ * this end's offer (with its registration), its CANCEL, or the DONE of
+ * the peer's sink (sink.c).
+ */
+static void rs_plan_sink_ctrl(struct rs_ac *ac, u32 bits, struct rs_tx_plan *p)
+{
+	if (bits & RS_CTRL_SINK_DONE) {
+		ac->ctrl_pending &= ~RS_CTRL_SINK_DONE;
+		p->m.type = RS_MSG_SINK;
+		p->m.flags = RS_F_DONE;
+		p->m.len = RS_SINK_LEN;
+		p->m.sink.id = ac->psink.id;
+		p->m.sink.len = ac->psink.filled;
+	} else if (bits & RS_CTRL_SINK) {
+		ac->ctrl_pending &= ~RS_CTRL_SINK;
+		if (!ac->sink_offer)
+			return;
+		rs_sink_offer_params(ac->sink_offer, &p->m);
+		p->sink = ac->sink_offer;	/* the offer's reference */
+		ac->sink_offer = NULL;
+	} else {
+		ac->ctrl_pending &= ~RS_CTRL_SINK_CANCEL;
+		p->m.type = RS_MSG_SINK;
+		p->m.flags = RS_F_CANCEL;
+		p->m.len = RS_SINK_LEN;
+		p->m.sink.id = ac->sink_cancel;
+	}
+}
+
+/*
+ * Called with qp->lock held: the peer's sink ends, its DONE is @p; what
+ * waits needs credits again.
+ */
+static void rs_plan_sink_end(struct rs_ac *ac, struct rs_tx_plan *p)
+{
+	ac->psink.open = false;
+	p->m.dst_conn = ac->remote_id;
+	p->m.src_conn = ac->id;
+	rs_plan_sink_ctrl(ac, RS_CTRL_SINK_DONE, p);
+	rs_ac_after_chunk(ac);
+	kref_get(&ac->ref);
+	p->ac = ac;
+}
+
+/*
+ * Called with qp->lock held: bytes of @op's next chunk into the peer's
+ * sink: as much as it and the sink take, up to half of what may be in
+ * flight (a small message waits behind no more), in as many runs of
+ * pages as a WRITE takes.
+ */
+static u32 rs_plan_sink_len(struct rs_qp *qp, struct rs_ac *ac, const struct rs_dma_map *map,
+			    const struct rs_send *op)
+{
+	u32 len = min(op->len - op->sent, ac->psink.len - ac->psink.filled);
+	u32 max = max(rs_tx_bulk_max(qp) / 2, READ_ONCE(rs_tx_chunk));
+
+	len = min3(len, max, (u32)RS_PROTO_MAX_CHUNK);
+	return rs_dma_map_fit(map, op->addr + op->sent, len, qp->max_send_sge);
+}
+
+/* Called with qp->lock held: does a SEND follow @op on @ac already? */
+static bool rs_ac_send_next(const struct rs_ac *ac, const struct rs_send *op)
+{
+	return !list_is_last(&op->node, &ac->sendq) &&
+	       list_next_entry(op, node)->opcode == RDMASHARE_OP_SEND;
+}
+
+/*
+ * Called with qp->lock held: @p is a chunk of @len bytes at @off of @map
+ * into the peer's sink (version 6), the last of what @ac has queued if
+ * @last; the sink ends with it if it is full or nothing more waits: the
+ * reader has what there is.
+ */
+static void rs_plan_sink_chunk(struct rs_ac *ac, struct rs_tx_plan *p,
+			       const struct rs_dma_map *map, u64 off, u32 len, bool last)
+{
+	struct rs_peer_sink *ps = &ac->psink;
+
+	p->m.flags |= RS_F_SINK;
+	p->m.len = RS_PLACED_LEN;
+	p->m.placed.len = len;
+	p->m.placed.slot = ps->id;
+	p->write.map = map;
+	p->write.off = off;
+	p->write.len = len;
+	p->write.rkey = ps->rkey;
+	p->write.raddr = ps->addr + ps->filled;
+	ps->filled += len;
+	if (ps->filled == ps->len || last) {
+		ps->open = false;
+		rs_ac_ctrl(ac, RS_CTRL_SINK_DONE);
+	}
+}
+
+/*
  * Called with qp->lock held: the next unit to send for @tx, if it takes at
  * most @room bytes of the SEND and, unless the SEND is @empty, is not a
  * chunk of more than @join_max bytes (copied, placed or in place) nor one
@@ -418,9 +518,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	const struct rs_dma_map *map;
 	struct rs_sched_entity *se;
 	struct rs_reject *rej;
-	bool zc = false, placed = false;
+	bool zc = false, placed = false, sink = false;
+	u32 len = 0, slot = 0, rec;
 	struct rs_send *op;
-	u32 len = 0, slot = 0;
 
 	/* The slot indices are written only as far as a grant goes. */
 	memset(p, 0, offsetof(struct rs_tx_plan, slots));
@@ -458,6 +558,9 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	while ((ac = list_first_entry_or_null(&qp->ctrl, struct rs_ac, ctrl_node))) {
 		u32 bits = ac->ctrl_pending;
 
+		/* A SEND registers one sink at most. */
+		if ((bits & RS_CTRL_SINK) && tx->sink_reg)
+			return RS_PLAN_FULL;
 		p->m.dst_conn = ac->remote_id;
 		p->m.src_conn = ac->id;
 		if (bits & RS_CTRL_CONNECT) {
@@ -475,6 +578,8 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 			p->m.conn.slot_size = ac->rf->rx_slot_size;
 			p->m.conn.credits = rs_plan_grant(qp, ac, p);
 			p->m.conn.rkey = rs_plan_rkey(qp, ac, tx, p);
+		} else if (bits & (RS_CTRL_SINK | RS_CTRL_SINK_CANCEL | RS_CTRL_SINK_DONE)) {
+			rs_plan_sink_ctrl(ac, bits, p);
 		} else if (bits & RS_CTRL_RETURN) {
 			ac->ctrl_pending &= ~RS_CTRL_RETURN;
 			p->m.type = RS_MSG_CREDIT;
@@ -540,11 +645,29 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	}
 	se = &ac->se;
 	op = list_first_entry(&ac->sendq, struct rs_send, node);
+	map = op->opcode == RDMASHARE_OP_SEND ? rs_op_map(ac, op) : NULL;
+	if (ac->psink.open && (!map || op->sent == op->len)) {
+		/*
+		 * Version 6: the peer's sink ends before a CLOSE, an empty
+		 * message, or a chunk that cannot be written (the data area
+		 * not mapped yet).
+		 */
+		if (tx->imm_conn)
+			goto full;
+		rs_plan_sink_end(ac, p);
+		return RS_PLAN_UNIT;
+	}
 	if (op->opcode == RDMASHARE_OP_SEND) {
-		len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
-		map = rs_op_map(ac, op);
-		placed = rs_tx_placed(qp, ac, map, tx, op->addr + op->sent, len);
-		zc = !placed && rs_tx_in_place(qp, map, op->addr + op->sent, len);
+		sink = ac->psink.open;
+		if (sink) {
+			if (tx->nr_writes == RS_TX_MAX_WRITES)
+				goto full;
+			len = rs_plan_sink_len(qp, ac, map, op);
+		} else {
+			len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
+			placed = rs_tx_placed(qp, ac, map, tx, op->addr + op->sent, len);
+		}
+		zc = !placed && !sink && rs_tx_in_place(qp, map, op->addr + op->sent, len);
 		/*
 		 * While small messages go (rs_tx_bulk_max() under
 		 * inflight_max), a large chunk waits, first in line, until
@@ -554,7 +677,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		 * wait behind it.  inflight_max holds SENDs once they are
 		 * built (rs_tx_may_post()).
 		 */
-		if ((placed || zc) && qp->tx_inflight &&
+		if ((placed || zc || sink) && qp->tx_inflight &&
 		    qp->tx_inflight_bytes >= rs_tx_bulk_max(qp) &&
 		    qp->tx_inflight_bytes < READ_ONCE(rs_inflight_max)) {
 			rs_qp_stat(qp, RS_STAT_BULK_HELD, 1);
@@ -566,10 +689,11 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		 * next chunks join while they go on into the next slots.
 		 */
 		p->imm = placed && op->sent && len > join_max && qp->version >= 5;
+		rec = placed || sink ? RS_PLACED_LEN : len;
 		if (tx->imm_conn) {
 			if (!p->imm || !rs_tx_imm_joins(qp, ac, map, tx, op->addr + op->sent, len))
 				goto full;
-		} else if (rs_proto_rec_len(qp->version, placed ? RS_PLACED_LEN : len) > room ||
+		} else if (rs_proto_rec_len(qp->version, rec) > room ||
 			   (!empty && (len > join_max || zc))) {
 			goto full;
 		}
@@ -606,12 +730,18 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		p->m.len = len;
 		if (!op->sent)
 			p->m.flags |= RS_F_FIRST;
-		/* Version 4: the chunk goes to the peer's oldest slot granted. */
-		if (qp->version >= 4)
+		/*
+		 * Version 6: into the peer's sink, no credit.  Version 4: the
+		 * chunk goes to the peer's oldest slot granted.
+		 */
+		if (!sink && qp->version >= 4)
 			slot = rs_ac_take_slot(ac);
-		else
+		else if (!sink)
 			ac->send_credits--;
-		if (placed) {
+		if (sink) {
+			rs_plan_sink_chunk(ac, p, map, op->addr + op->sent, len,
+					   op->sent + len == op->len && !rs_ac_send_next(ac, op));
+		} else if (placed) {
 			p->m.flags |= RS_F_PLACED;
 			p->m.len = RS_PLACED_LEN;
 			p->m.placed.len = len;
@@ -672,6 +802,12 @@ static int rs_post(struct rs_qp *qp, struct rs_tx *tx)
 	struct rs_tx_wrs *w = qp->wrs;
 	struct ib_sge *sge = w->sge;
 
+	if (tx->sink_reg) {
+		rs_mr_reg_wr(tx->sink_reg->mr, &w->sink_reg);
+		w->sink_reg.wr.wr_cqe = &tx->err_cqe;
+		*link = &w->sink_reg.wr;
+		link = &w->sink_reg.wr.next;
+	}
 	for (i = 0; i < tx->nr_regs; i++) {
 		rs_rx_mr_reg_wr(tx->regs[i], &w->reg[i]);
 		w->reg[i].wr.wr_cqe = &tx->err_cqe;
@@ -795,7 +931,9 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 	slots = rs_proto_slots_off(&p->m, qp->version);
 	if (slots >= 0)
 		rs_proto_put_slots(dst + RS_HDR_LEN + slots, p->slots, rs_plan_granted(&p->m));
-	if (rs_proto_placed(&p->m)) {
+	if (p->sink)
+		tx->sink_reg = p->sink;
+	if (rs_proto_placed(&p->m) || rs_proto_sunk(&p->m)) {
 		/* Its record is all of it the SEND carries. */
 		if (!rs_tx_write_join(qp, tx, &p->write))
 			tx->writes[tx->nr_writes++] = p->write;
@@ -961,6 +1099,9 @@ fail_plan:
 		rs_ac_send_done(plan.ac, plan.op, -EIO);
 	if (plan.zc)
 		rs_zc_put(plan.zc);
+	/* rs_tx_add() gave it to @tx, or failed before. */
+	if (plan.sink && tx->sink_reg != plan.sink)
+		rs_sink_put(plan.sink);
 	unit_ac = plan.ac;
 	spin_lock_irq(&qp->lock);
 	qp->tx_open = NULL;

@@ -34,6 +34,7 @@
 
 struct rs_ac;
 struct rs_qp;
+struct rs_sink;
 struct seq_file;
 
 /* A receive buffer posted to a device's SRQ. */
@@ -117,6 +118,7 @@ struct rs_tx_write {
  */
 struct rs_tx_wrs {
 	struct ib_reg_wr reg[RS_TX_MAX_REGS];
+	struct ib_reg_wr sink_reg;
 	struct ib_rdma_wr write[RS_TX_MAX_WRITES];
 	struct ib_sge write_sge[RS_TX_MAX_WRITES][RS_TX_MAX_SGE];
 	struct ib_sge sge[RS_TX_MAX_SGE];
@@ -157,6 +159,7 @@ struct rs_tx {
 	struct rs_tx_write writes[RS_TX_MAX_WRITES];
 	u32 nr_regs;
 	struct rs_dma_map *regs[RS_TX_MAX_REGS];
+	struct rs_sink *sink_reg;
 	u32 nr_items;
 	struct rs_tx_item items[RS_TX_BATCH_MAX];
 };
@@ -399,6 +402,27 @@ struct rs_slot_fifo {
 #define RS_CTRL_WANT	BIT(4)	/* version 3: data, no credit */
 #define RS_CTRL_RECLAIM	BIT(5)	/* version 3: ask for unused credits */
 #define RS_CTRL_RETURN	BIT(6)	/* version 3: give unused credits back */
+#define RS_CTRL_SINK	BIT(7)	/* version 6: offer the reader's sink */
+#define RS_CTRL_SINK_CANCEL	BIT(8)	/* version 6: ask for it back */
+#define RS_CTRL_SINK_DONE	BIT(9)	/* version 6: the peer's sink is done */
+
+/**
+ * struct rs_peer_sink - the peer's sink, which this end writes into (sink.c)
+ * @id: the peer's number for it
+ * @len: its bytes
+ * @rkey: its memory region
+ * @addr: its first byte there
+ * @filled: bytes written so far, the DONE's count once it ends
+ * @open: chunks go into it; once it ends, RS_CTRL_SINK_DONE is owed
+ */
+struct rs_peer_sink {
+	u32 id;
+	u32 len;
+	u32 rkey;
+	u64 addr;
+	u32 filled;
+	bool open;
+};
 
 /**
  * struct rs_ac - this host's end of an abstract connection
@@ -438,6 +462,10 @@ struct rs_slot_fifo {
  *	to @rf's CQ, and SQEs cannot name it
  * @files: a listener whose ACs are AC files (RDMASHARE_LISTEN_FILES)
  * @accepted: made by a listener (@port is this end's), not by a CONNECT
+ * @psink: version 6: the peer's sink (sink.c), under @qp->lock
+ * @sink_offer: version 6: this end's sink whose offer is owed (a
+ *	reference), under @qp->lock
+ * @sink_cancel: version 6: the sink a CANCEL owed names, under @qp->lock
  *
  * Counters, for RDMASHARE_IOC_AC_STATS: @tx_msgs, @tx_bytes, @tx_chunks and
  * @credit_stalls (times it came to have data and no credit) under
@@ -523,6 +551,9 @@ struct rs_ac {
 	struct rs_acfile *af;
 	bool files;
 	bool accepted;
+	struct rs_peer_sink psink;
+	struct rs_sink *sink_offer;
+	u32 sink_cancel;
 
 	u32 rx_reserved;
 	u32 rx_held;
@@ -557,14 +588,14 @@ struct rs_ac {
 
 /*
  * Called with the QP's lock held: can @ac send now?  A chunk needs a
- * credit; a CLOSE or SHUTDOWN does not.
+ * credit, or the peer's sink (version 6); a CLOSE or SHUTDOWN does not.
  */
 static inline bool rs_ac_can_send(struct rs_ac *ac)
 {
 	struct rs_send *op;
 
 	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
-	return op && (ac->send_credits || op->opcode != RDMASHARE_OP_SEND);
+	return op && (ac->send_credits || ac->psink.open || op->opcode != RDMASHARE_OP_SEND);
 }
 
 /*
@@ -683,10 +714,12 @@ void rs_dma_maps_free(struct rs_file *rf);
 void rs_dma_maps_device_gone(struct rs_device *rdev);
 void rs_dma_map_unmap(struct rs_dma_map *map, unsigned long n);
 u32 rs_dma_map_nr_sges(const struct rs_dma_map *map, u64 off, u32 len);
+u32 rs_dma_map_fit(const struct rs_dma_map *map, u64 off, u32 len, u32 max);
 u32 rs_dma_map_sges(const struct rs_dma_map *map, u32 lkey, u64 off, u32 len,
 		    struct ib_sge *sge, u32 max);
 void rs_dma_map_sync_for_cpu(const struct rs_dma_map *map, u64 off, u32 len);
 u32 rs_rx_mr_claim(struct rs_dma_map *map, const struct rs_qp *qp, bool *reg);
+void rs_mr_reg_wr(struct ib_mr *mr, struct ib_reg_wr *wr);
 void rs_rx_mr_reg_wr(struct rs_dma_map *map, struct ib_reg_wr *wr);
 void rs_rx_mr_registered(struct rs_dma_map *map, bool ok);
 void rs_rx_mr_invalidated(struct rs_device *rdev, u32 rkey);

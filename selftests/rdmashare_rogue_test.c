@@ -45,7 +45,11 @@
  *    slots than it holds; one with no
  *    message in progress, one longer than the message has left, or one
  *    from a version 4 peer takes its QP down; one naming another
- *    connection id is dropped, the rogue's own message goes on.
+ *    connection id is dropped, the rogue's own message goes on;
+ *  - sink_unoffered, sink_done_unknown, sink_offered_twice: a peer that
+ *    speaks version 6 and sends a chunk flagged as written into a sink
+ *    that was never offered, the DONE of a sink it was never offered, or
+ *    offers a second sink while its first is open, loses its QP.
  * And srq.buffers_of_dead_qps: QPs that die in the middle of a message
  * leave the device's SRQ whole once the device has no QP left;
  * send_after_device_gone: a SEND on an AC whose QP and device went;
@@ -1287,6 +1291,64 @@ TEST(send_after_device_gone)
 	EXPECT_GT(0, rs_raw_op(rs, RDMASHARE_OP_SEND, ac, 0, 8192, 99));
 	rdmashare_close(rs);
 	gone_cleanup();
+}
+
+
+/* A version 6 SINK record of the rogue's AC 7, flags @flags. */
+static int rogue_sink(struct rogue *r, const struct rogue_v4 *a, uint16_t flags, uint32_t id,
+		      uint32_t off, uint32_t len, uint32_t rkey, uint64_t addr)
+{
+	uint32_t p[6] = { htonl(id), htonl(off), htonl(len), htonl(rkey),
+			  htonl(addr >> 32), htonl((uint32_t)addr) };
+
+	rogue_hdr(r->buf, ROGUE_SINK, flags, a->id, 7, 0, 0, 0, sizeof(p), 0);
+	memcpy(r->buf + ROGUE_HDR_LEN, p, sizeof(p));
+	return rogue_send(r, ROGUE_HDR_LEN + sizeof(p));
+}
+
+/* Version 6: a chunk said to be in a sink the module never offered. */
+TEST_F_TIMEOUT(rogue, sink_unoffered, 240)
+{
+	uint32_t placed[2] = { htonl(64), htonl(1) };
+	struct rogue_v4 a;
+
+	placed_version = 6;
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	rogue_hdr(self->r.buf, ROGUE_DATA, ROGUE_F_FIRST | ROGUE_F_LAST | ROGUE_F_SINK, a.id, 7,
+		  1, 64, 0, sizeof(placed), 0);
+	memcpy(self->r.buf + ROGUE_HDR_LEN, placed, sizeof(placed));
+	rogue_send(&self->r, ROGUE_HDR_LEN + sizeof(placed));
+	dropped_only_rogue(_metadata, self);
+}
+
+/* Version 6: the DONE of a sink the module never offered. */
+TEST_F_TIMEOUT(rogue, sink_done_unknown, 240)
+{
+	struct rogue_v4 a;
+
+	placed_version = 6;
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	rogue_sink(&self->r, &a, ROGUE_F_DONE, 1, 0, 0, 0, 0);
+	dropped_only_rogue(_metadata, self);
+}
+
+/*
+ * Version 6: an offer is taken (the rogue's QP stays while the module's
+ * end has nothing to write into it), a second one while it is open is
+ * not.
+ */
+TEST_F_TIMEOUT(rogue, sink_offered_twice, 240)
+{
+	struct rogue_v4 a;
+
+	placed_version = 6;
+	ASSERT_LT(0, rogue_v4_placed(_metadata, self, &a, 2));
+	ASSERT_EQ(0, rogue_sink(&self->r, &a, 0, 1, 0, 4096, 0x1234, 0x10000));
+	usleep(300000);
+	EXPECT_TRUE(rogue_peer_listed());
+	EXPECT_EQ(0, legit_exchange(_metadata, self));
+	rogue_sink(&self->r, &a, 0, 2, 0, 4096, 0x1234, 0x20000);
+	dropped_only_rogue(_metadata, self);
 }
 
 TEST_HARNESS_MAIN

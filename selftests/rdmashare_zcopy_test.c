@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Zero copy from the writer's own pages (issue #33): an AC file write of
+ * Zero copy from the writer's own pages and into the reader's (issue #33):
+ * an AC file write of
  * at least zcopy_min bytes of user memory is sent from the writer's pages,
  * pinned and charged to its pinned_vm (VmPin) for as long as the write
  * takes, and returns once its SENDs completed, so that the buffer may be
@@ -10,7 +11,12 @@
  * without CAP_IPC_LOCK) or from pages that cannot be pinned, a write is
  * copied, and every byte still comes, in order.  The pins go back when the
  * peer closes in the middle of a write.  A signal ends the write's wait,
- * what was not sent yet then copied.
+ * what was not sent yet then copied.  A blocking read of at least
+ * zcopy_min bytes that waits for data offers its own pages to the peer
+ * (protocol version 6): a large write into it is copied by neither
+ * kernel (rx_zcopy counts the bytes), the pages pinned while the read
+ * waits and unpinned once it returned, a signal or the peer's end
+ * ending the wait with exactly the bytes that came.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -72,7 +78,7 @@ static long vm_pin_back(long kb)
 }
 
 struct counts {
-	long zcopy, write_copied, tx_copied, read_copied;
+	long zcopy, write_copied, tx_copied, read_copied, rx_copied, rx_zcopy;
 };
 
 static struct counts counts(void)
@@ -82,6 +88,8 @@ static struct counts counts(void)
 		.write_copied = rs_devices_sum("stats/write_copied"),
 		.tx_copied = rs_devices_sum("stats/tx_copied"),
 		.read_copied = rs_devices_sum("stats/read_copied"),
+		.rx_copied = rs_devices_sum("stats/rx_copied"),
+		.rx_zcopy = rs_devices_sum("stats/rx_zcopy"),
 	};
 }
 
@@ -92,16 +100,21 @@ static struct counts since(struct counts a)
 	return (struct counts) {
 		.zcopy = b.zcopy - a.zcopy, .write_copied = b.write_copied - a.write_copied,
 		.tx_copied = b.tx_copied - a.tx_copied, .read_copied = b.read_copied - a.read_copied,
+		.rx_copied = b.rx_copied - a.rx_copied, .rx_zcopy = b.rx_zcopy - a.rx_zcopy,
 	};
 }
 
-/* The reader of a test: @total bytes of pat(@seed), after @delay_ms. */
+/*
+ * The reader of a test: @total bytes of pat(@seed), after @delay_ms, in
+ * reads of @rlen bytes (1 MiB if 0).
+ */
 struct reader {
 	int fd;
 	size_t total;
 	unsigned int seed;
 	unsigned int delay_ms;
 	size_t close_after;
+	size_t rlen;
 	ssize_t got;		/* bytes that came right, -1 at a wrong one */
 	pthread_t thread;
 };
@@ -109,13 +122,13 @@ struct reader {
 static void *reader_fn(void *arg)
 {
 	struct reader *r = arg;
-	unsigned char *buf = malloc(MIB);
-	size_t off = 0, i;
+	size_t off = 0, i, rlen = r->rlen ?: MIB;
+	unsigned char *buf = malloc(rlen);
 	ssize_t n;
 
 	usleep(r->delay_ms * 1000);
 	while (buf && off < r->total) {
-		n = read(r->fd, buf, MIB);
+		n = read(r->fd, buf, rlen);
 		if (n <= 0)
 			break;
 		for (i = 0; i < (size_t)n; i++)
@@ -219,7 +232,8 @@ FIXTURE_TEARDOWN(zc)
  * One 4 MiB write while the peer reads: every byte goes from the writer's
  * pages (tx_zcopy), none is copied by the sending kernel (write_copied,
  * tx_copied); the reader's read(2) copies them out of its slots
- * (read_copied).  VmPin is where it was once the write returned.
+ * (read_copied), or has them written into its own pages (rx_zcopy).
+ * VmPin is where it was once the write returned.
  */
 TEST_F_TIMEOUT(zc, sends_from_own_pages, 120)
 {
@@ -240,13 +254,13 @@ TEST_F_TIMEOUT(zc, sends_from_own_pages, 120)
 	EXPECT_EQ(4 * MIB, write(self->cfd, buf, 4 * MIB));
 	EXPECT_EQ(4 * MIB, reader_end(&r));
 	d = since(c0);
-	TH_LOG("zcopy %ld, write_copied %ld, tx_copied %ld, read_copied %ld",
-	       d.zcopy, d.write_copied, d.tx_copied, d.read_copied);
+	TH_LOG("zcopy %ld, write_copied %ld, tx_copied %ld, read_copied %ld, rx_zcopy %ld",
+	       d.zcopy, d.write_copied, d.tx_copied, d.read_copied, d.rx_zcopy);
 	EXPECT_EQ(4 * MIB, d.zcopy);
 	EXPECT_EQ(0, d.write_copied);
 	EXPECT_EQ(0, d.tx_copied);
-	EXPECT_EQ(4 * MIB, d.read_copied);
-	EXPECT_EQ(pin0, vm_pin());
+	EXPECT_EQ(4 * MIB, d.read_copied + d.rx_zcopy);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
 	free(buf);
 }
 
@@ -372,7 +386,8 @@ static int as_nobody(size_t limit, int (*fn)(int cfd, int sfd), int cfd, int sfd
 /* Write @len bytes in one write(2) while a thread reads them: 0 if all came right. */
 static int write_read(int cfd, int sfd, size_t len)
 {
-	struct reader r = { .fd = sfd, .total = len, .seed = 3 };
+	/* Reads under zcopy_min: only the writer pins. */
+	struct reader r = { .fd = sfd, .total = len, .seed = 3, .rlen = 64 << 10 };
 	unsigned char *buf = malloc(len);
 	long pin0 = vm_pin();
 	ssize_t n;
@@ -565,6 +580,145 @@ TEST_F_TIMEOUT(zc, peer_closes_mid_write, 120)
 	EXPECT_TRUE(w.ret < 0 ? w.err == EPIPE || w.err == ECONNRESET : w.ret < 8 * MIB);
 	EXPECT_EQ(pin0, vm_pin_back(pin0));
 	free(buf);
+}
+
+/* A page-aligned buffer of @len bytes, or NULL. */
+static unsigned char *pages(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* One read(2) of @len bytes into @buf, in a thread. */
+struct one_read {
+	int fd;
+	unsigned char *buf;
+	size_t len;
+	ssize_t ret;
+	int err;
+	pthread_t thread;
+};
+
+static void *one_read_fn(void *arg)
+{
+	struct one_read *o = arg;
+
+	o->ret = read(o->fd, o->buf, o->len);
+	o->err = errno;
+	return NULL;
+}
+
+/* Did @buf get @n bytes of pat(@seed) from @from on? */
+static bool got_pat(const unsigned char *buf, size_t n, size_t from, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (buf[i] != pat(from + i, seed))
+			return false;
+	return true;
+}
+
+/*
+ * A 2 MiB write into a read of 2 MiB that waits for it: the reader's pages
+ * are pinned while it waits (VmPin up by 2 MiB), the writer's pages go
+ * straight into them, and no payload byte is copied by either kernel
+ * (write_copied, tx_copied, rx_copied, read_copied stay; tx_zcopy and
+ * rx_zcopy count every byte).  The read returns all of it at once, and
+ * VmPin comes back to where it was.
+ */
+TEST_F_TIMEOUT(zc, read_into_own_pages, 120)
+{
+	struct one_read o = { .len = 2 * MIB };
+	unsigned char *buf = pages(2 * MIB);
+	long pin0, pin_mid;
+	struct counts d, c0;
+
+	PAIR(PORT + 9);
+	o.fd = self->sfd;
+	o.buf = pages(2 * MIB);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, o.buf);
+	fill(buf, 2 * MIB, 0, 9);
+	pin0 = vm_pin();
+	c0 = counts();
+	ASSERT_EQ(0, pthread_create(&o.thread, NULL, one_read_fn, &o));
+	usleep(300000);
+	pin_mid = vm_pin();
+	EXPECT_EQ(2 * MIB, write(self->cfd, buf, 2 * MIB));
+	pthread_join(o.thread, NULL);
+	d = since(c0);
+	TH_LOG("VmPin %ld kB, %ld kB while the read waits; read %zd; tx_zcopy %ld, rx_zcopy %ld, copied: write %ld tx %ld rx %ld read %ld",
+	       pin0, pin_mid, o.ret, d.zcopy, d.rx_zcopy, d.write_copied, d.tx_copied,
+	       d.rx_copied, d.read_copied);
+	EXPECT_LE(pin0 + 2048, pin_mid);
+	EXPECT_EQ(2 * MIB, o.ret);
+	EXPECT_TRUE(got_pat(o.buf, 2 * MIB, 0, 9));
+	EXPECT_EQ(2 * MIB, d.zcopy);
+	EXPECT_EQ(2 * MIB, d.rx_zcopy);
+	EXPECT_EQ(0, d.write_copied);
+	EXPECT_EQ(0, d.tx_copied);
+	EXPECT_EQ(0, d.rx_copied);
+	EXPECT_EQ(0, d.read_copied);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+
+	/* The stream goes on: small writes are copied, into a small read. */
+	fill(buf, 1000, 2 * MIB, 9);
+	EXPECT_EQ(1000, write(self->cfd, buf, 1000));
+	EXPECT_EQ(1000, read(self->sfd, o.buf, 4096));
+	EXPECT_TRUE(got_pat(o.buf, 1000, 2 * MIB, 9));
+	munmap(buf, 2 * MIB);
+	munmap(o.buf, 2 * MIB);
+}
+
+/*
+ * A signal ends a read that waits with its pages offered: no byte came,
+ * so it fails with EINTR (no SA_RESTART), and the pages go back once the
+ * peer gave the buffer back.  Then a write of less than the buffer ends
+ * the next such read with what it wrote, and the peer's shutdown one
+ * with 0; nothing stays pinned.
+ */
+TEST_F_TIMEOUT(zc, read_signal_and_end, 120)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct one_read o = { .len = 2 * MIB };
+	unsigned char *buf = pages(MIB);
+	long pin0;
+
+	PAIR(PORT + 10);
+	o.fd = self->sfd;
+	o.buf = pages(2 * MIB);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, o.buf);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	pin0 = vm_pin();
+	ASSERT_EQ(0, pthread_create(&o.thread, NULL, one_read_fn, &o));
+	usleep(300000);
+	ASSERT_EQ(0, pthread_kill(o.thread, SIGUSR1));
+	pthread_join(o.thread, NULL);
+	EXPECT_EQ(-1, o.ret);
+	EXPECT_EQ(EINTR, o.err);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+
+	/* Less than the buffer: the read returns it, not waiting for more. */
+	fill(buf, 300 << 10, 0, 10);
+	ASSERT_EQ(0, pthread_create(&o.thread, NULL, one_read_fn, &o));
+	usleep(300000);
+	EXPECT_EQ(300 << 10, write(self->cfd, buf, 300 << 10));
+	pthread_join(o.thread, NULL);
+	EXPECT_EQ(300 << 10, o.ret);
+	EXPECT_TRUE(got_pat(o.buf, 300 << 10, 0, 10));
+
+	/* The peer's end of the stream ends the wait. */
+	ASSERT_EQ(0, pthread_create(&o.thread, NULL, one_read_fn, &o));
+	usleep(300000);
+	EXPECT_EQ(0, rdmashare_shutdown_file(self->cfd));
+	pthread_join(o.thread, NULL);
+	EXPECT_EQ(0, o.ret);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+	munmap(buf, MIB);
+	munmap(o.buf, 2 * MIB);
 }
 
 TEST_HARNESS_MAIN
