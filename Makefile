@@ -15,6 +15,11 @@
 #   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and
 #                         a QP per sender: throughput, shares, latency; also
 #                         expects make -C selftests bench
+#   make gloo-train       PyTorch's gloo trains ps-train's MLP between two
+#                         guests over TCP and under rdmashare-run: accuracy
+#                         and seconds per epoch (RS_GLOO_EPOCHS, ...; see
+#                         Documentation/parameter-server.rst); expects make
+#                         done
 #   make pingpong-trace   a 64 B ping-pong's time by stage (function tracer),
 #                         rdmashare against ib_send_lat; expects make done
 #   make fuzz             the ABI fuzzer long (10^6 calls on stock 6.12, 10^5
@@ -61,7 +66,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sockets bench-sched pingpong-trace fuzz soak rxe-repro
+	kdir-check bench bench-transport bench-sockets bench-sched gloo-train pingpong-trace fuzz soak rxe-repro
 
 all: module userlib selftests
 
@@ -146,6 +151,9 @@ bench-sched:
 
 pingpong-trace:
 	bash selftests/bench/pingpong-trace.sh
+
+gloo-train:
+	bash selftests/bench/gloo-train.sh
 
 clean:
 	-[ -n "$(KDIR)" ] && [ -e "$(KDIR)/Makefile" ] && \
