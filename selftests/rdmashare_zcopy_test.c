@@ -16,7 +16,8 @@
  * (protocol version 6): a large write into it is copied by neither
  * kernel (rx_zcopy counts the bytes), the pages pinned while the read
  * waits and unpinned once it returned, a signal or the peer's end
- * ending the wait with exactly the bytes that came.
+ * ending the wait with exactly the bytes that came, a kill leaving the
+ * stream whole.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -719,6 +720,39 @@ TEST_F_TIMEOUT(zc, read_signal_and_end, 120)
 	EXPECT_EQ(pin0, vm_pin_back(pin0));
 	munmap(buf, MIB);
 	munmap(o.buf, 2 * MIB);
+}
+
+/*
+ * A reader killed while it waits with its pages offered: its buffer is
+ * asked back, the kill does not wait for the answer, and the AC file,
+ * shared with the parent, goes on: the parent's next write comes whole
+ * into the parent's read.
+ */
+TEST_F_TIMEOUT(zc, read_killed, 120)
+{
+	unsigned char *buf = pages(2 * MIB), *in = pages(2 * MIB);
+	struct reader r = { .total = MIB, .seed = 11, .rlen = 64 << 10 };
+	int status;
+	pid_t pid;
+
+	PAIR(PORT + 11);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, in);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(read(self->sfd, in, 2 * MIB) < 0 ? 1 : 2);
+	usleep(300000);
+	ASSERT_EQ(0, kill(pid, SIGKILL));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	r.fd = self->sfd;
+	fill(buf, MIB, 0, 11);
+	ASSERT_EQ(0, reader_start(&r));
+	EXPECT_EQ(MIB, write(self->cfd, buf, MIB));
+	EXPECT_EQ(MIB, reader_end(&r));
+	munmap(buf, 2 * MIB);
+	munmap(in, 2 * MIB);
 }
 
 TEST_HARNESS_MAIN
