@@ -14,8 +14,13 @@
 #    sockperf ping-pong (--tcp); redis-server with redis-cli set and get,
 #    and redis-benchmark -t set,get -P 16; PyTorch's gloo allreduce
 #    (userlib/ps/torch-gloo.py: tensors up to 4 MiB, every sum checked on
-#    both ranks; its TCPStore and gloo's own connections).  All preloaded
-#    at both ends: over rdmashare.
+#    both ranks; its TCPStore and gloo's own connections); Open MPI's
+#    mpirun, 4 ranks of rs_mpi in turn on the client and the peer (an
+#    allreduce and a ping-pong up to 1 MiB across the link, results
+#    checked), its daemon started on the peer by pair_rexec.py.  All
+#    preloaded at both ends: over rdmashare.
+#  - Open MPI again with the peer's ranks not preloaded: right results, the
+#    ping-pong over TCP.
 #  - Fallbacks, over TCP with the file whole: a preloaded client to a plain
 #    server, a plain client to a preloaded server; then the peer unloads
 #    rdmashare (rmmod) and a preloaded client reaches its preloaded server,
@@ -29,7 +34,8 @@
 # its server listens, the client "done STEP" once it checked its end; a
 # guest that fails says "fail ..." to the other.
 #
-# roles: client (guest a), peer (guest b)
+# roles: client (guest a), peer (guest b).  RS_PAIR_ONLY=mpi runs Open MPI's
+# part alone (for development).
 
 set -u
 role=$1
@@ -41,6 +47,28 @@ OUT=/tmp/pair-preload.out
 LISTENERS=/sys/kernel/debug/rdmashare/listeners
 MAXSEGS=32	# TCP segments a run over rdmashare may send (the side port's)
 GLOO="$top/userlib/ps/torch-gloo.py allreduce --iface eth0 --max-size $((4 << 20)) --rounds 1"
+REXEC=7333	# pair_rexec.py's port on the peer
+# Open MPI across the guests (Documentation/preload.rst, "Open MPI"):
+#  plm_rsh_agent     mpirun starts its daemon (orted) on the peer with
+#                    pair_rexec.py, as with ssh, which the guests lack;
+#                    plm_rsh_no_tree_spawn: that daemon starts no other
+#  btl tcp,self      the TCP BTL between all ranks, also between the two of
+#                    one guest (not the shared memory BTL)
+#  btl_tcp_if_include, oob_tcp_if_include eth0
+#                    the ranks' and the daemons' addresses on the link
+#                    alone (eth0 has rxe0), not 127.0.0.1
+#  btl_tcp_disable_family 6  IPv4 alone (preload.rst says why)
+#  --oversubscribe   two ranks on a guest of one vCPU
+MPI=(timeout 300 mpirun --allow-run-as-root --oversubscribe
+	--mca plm_rsh_agent "$top/selftests/pair_rexec.py --port $REXEC"
+	--mca plm_rsh_no_tree_spawn 1 --mca btl "tcp,self"
+	--mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0
+	--mca btl_tcp_disable_family 6)
+MPI_PROG=$top/selftests/build/rs_mpi
+# TCP segments an Open MPI run over rdmashare may send on the link: its
+# out-of-band channel between mpirun and the peer's daemon, about 30 (the
+# ranks' and daemons' own, on 127.0.0.1, are not counted).
+MPISEGS=100
 case $role in
 client) my_ctl=7398 their_ctl=7399 ;;
 peer) my_ctl=7399 their_ctl=7398 ;;
@@ -87,7 +115,8 @@ out_segs() {
 	awk '/^Tcp:/ { if (!c) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i }
 		else print $c }' /proc/net/snmp
 }
-mark() { tx0=$(rs_sum tx_bytes) rx0=$(rs_sum rx_bytes) segs0=$(out_segs); }
+lo_packets() { cat /sys/class/net/lo/statistics/tx_packets; }
+mark() { tx0=$(rs_sum tx_bytes) rx0=$(rs_sum rx_bytes) segs0=$(out_segs) lo0=$(lo_packets); }
 moved() {
 	tx=$(($(rs_sum tx_bytes) - tx0)) rx=$(($(rs_sum rx_bytes) - rx0))
 	segs=$(($(out_segs) - segs0))
@@ -176,6 +205,69 @@ gloo_moved() {
 	[ -n "$bytes" ] || fail "gloo: no checked result"
 	over_rdma gloo "$bytes" "$bytes"
 }
+# link_segs NAME: moved, and the TCP segments sent since mark but not on
+# lo (whose packets are all TCP's here) in link.
+link_segs() {
+	moved "$1"
+	link=$((segs - ($(lo_packets) - lo0)))
+	log "$1: $link of those segments on the link"
+}
+# mpi NAME PRE: rs_mpi's 4 ranks in turn here (preloaded) and on the
+# peer (under PRE: rdmashare-run or nothing), so that both ping-pong pairs
+# (0-1, 2-3) cross the link; its results checked, the bytes it moved in
+# bytes, the counters as link_segs has them.  The peer serves pair_rexec.py
+# meanwhile.
+mpi() {
+	local apps=() r t0
+	for r in 0 1 2 3; do
+		[ "$r" = 0 ] || apps+=(:)
+		if [ $((r % 2)) = 0 ]; then
+			apps+=(-np 1 --host "$RS_IP" "$run" "$MPI_PROG")
+		else
+			apps+=(-np 1 --host "$peer" ${2:+"$2"} "$MPI_PROG")
+		fi
+	done
+	hear "ready $1"
+	mark
+	t0=$SECONDS
+	"${MPI[@]}" "${apps[@]}" >"$OUT" 2>&1 || { tail -n 30 "$OUT"; fail "$1: mpirun failed"; }
+	grep -qx 'allreduce ok: 65536 ints, 4 ranks' "$OUT" || { cat "$OUT"; fail "$1: no allreduce checked"; }
+	bytes=$(sed -n 's/^pingpong ok: \([0-9]*\) bytes, 2 pairs$/\1/p' "$OUT")
+	[ -n "$bytes" ] || { cat "$OUT"; fail "$1: no ping-pong checked"; }
+	log "$1: allreduce and ping-pong of $bytes bytes right ($((SECONDS - t0)) s)"
+	grep -v '^allreduce ok\|^pingpong ok' "$OUT" | sed "s/^/pair_preload ($role): $1: /"
+	link_segs "$1"
+}
+# Open MPI's steps: the peer serves pair_rexec.py for each run of the
+# client's mpirun; the ranks there preloaded, then not.
+mpi_peer() {
+	local rexec="$top/selftests/pair_rexec.py --serve $REXEC --bind $RS_IP"
+	serve mpi $REXEC 0 1 "$rexec"
+	link_segs mpi
+	[ "$link" -lt $MPISEGS ] || fail "mpi: TCP sent $link segments on the link: not over rdmashare"
+	serve mpi-plain $REXEC 0 1 "$rexec"
+	link_segs mpi-plain
+	[ "$link" -ge $MPISEGS ] || fail "mpi-plain: TCP sent only $link segments on the link"
+}
+mpi_client() {
+	local t0=$SECONDS half
+	mpi mpi "$run"
+	# Ranks 0 and 2 here sent and received half of it over the link.
+	half=$((bytes / 2))
+	[ "$tx" -ge $half ] || fail "mpi: rdmashare sent $tx bytes, fewer than the $half that crossed"
+	[ "$rx" -ge $half ] || fail "mpi: rdmashare received $rx bytes, fewer than the $half that crossed"
+	[ "$link" -lt $MPISEGS ] || fail "mpi: TCP sent $link segments on the link: not over rdmashare"
+	tell "done mpi"
+
+	# Ranks 0 and 2 still reach each other over rdmashare (the allreduce),
+	# but the ping-pong's half goes in TCP segments of 1448 bytes at most
+	# (the link's MTU is 1500).
+	mpi mpi-plain ""
+	[ "$tx" -lt $((half / 4)) ] || fail "mpi-plain: rdmashare sent $tx bytes: not over TCP"
+	[ "$link" -ge $((half / 1448)) ] || fail "mpi-plain: TCP sent only $link segments on the link"
+	tell "done mpi-plain"
+	log "Open MPI: $((SECONDS - t0)) s"
+}
 # The number after KEY in OUT, the last one.
 value() {
 	tr '\r' '\n' <"$OUT" | grep -oE "$1[0-9.]+" | tail -n1 | sed "s/^$1//"
@@ -189,6 +281,11 @@ python3 -c "import random, sys; random.seed(33); sys.stdout.buffer.write(random.
 log "$(hostname) $RS_IP, file of $SIZE bytes, sha256 $(sha256sum <"$IN" | cut -c1-16)..."
 
 peer=$RS_PEER_IP
+if [ "${RS_PAIR_ONLY:-}" = mpi ]; then
+	mpi_"$role"
+	log "ok (${SECONDS} s)"
+	exit 0
+fi
 case $role in
 peer)
 	ip=$RS_IP
@@ -221,6 +318,7 @@ peer)
 	# seconds under emulation).
 	WAIT=300 serve gloo 7332 1 0 "$run -d $GLOO --rank 0 --master $ip:7332 >$OUT"
 	gloo_moved
+	mpi_peer
 
 	# Fallbacks: the client checks that the file went over TCP.
 	serve plain-server 7327 0 0 "nc -l $ip 7327 >$OUT </dev/null"
@@ -324,6 +422,7 @@ $(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
 	wait $pid || { tail -n 20 /tmp/gloo.err "$OUT"; fail "gloo: torch-gloo.py failed"; }
 	gloo_moved
 	tell "done gloo"
+	mpi_client
 
 	drive plain-server "$run nc -N $peer 7327 <$IN"
 	over_tcp plain-server

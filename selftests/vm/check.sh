@@ -23,7 +23,9 @@
 #             IPv4 and IPv6; nc, socat, iperf3, sockperf and redis under
 #             rdmashare-run from one guest to the other, over rdmashare, and
 #             over TCP with one side plain or the peer's module unloaded,
-#             and PyTorch's gloo allreduce over rdmashare (pair_preload.sh);
+#             PyTorch's gloo allreduce and Open MPI (4 ranks across both,
+#             the peer's daemon started by pair_rexec.py) over rdmashare,
+#             Open MPI with the peer's ranks plain over TCP (pair_preload.sh);
 #             the peer's link down for 20 s under a stream and up again
 #             (pair_linkflap.sh), then the peer's power is cut mid-transfer
 #             and it boots again
@@ -198,7 +200,7 @@ pair_stage() {
 		--peer-reboot "$st/pair_peerloss.sh peer-again" \
 		-- "$st/pair_smoke.sh client && $st/pair_preload.sh client && $st/pair_linkflap.sh client && $st/pair_peerloss.sh client" \
 		>"$LOGS/$name.log" 2>&1; then
-		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, programs and PyTorch's gloo under rdmashare-run, fallbacks, the peer's link down and up, peer power cut, reconnects ($(( $(date +%s) - t0 ))s)"
+		ok "$name: two $kernel guests: rs-pingpong over IPv4 and IPv6, programs, PyTorch's gloo and Open MPI under rdmashare-run, fallbacks, the peer's link down and up, peer power cut, reconnects ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "$name: two $kernel guests, log: $LOGS/$name.log"
 		# The first kernel problem (run-vm.sh quotes it), then the outputs.
