@@ -195,7 +195,7 @@ pair_stage() {
 	t0=$(date +%s)
 	rm -rf "$LOGS/$name.vm"
 	if bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" \
-		--out "$LOGS/$name.vm" --timeout 900 \
+		--out "$LOGS/$name.vm" --timeout 1050 \
 		--peer "$st/pair_smoke.sh peer && $st/pair_preload.sh peer && $st/pair_linkflap.sh peer && $st/pair_peerloss.sh peer" \
 		--peer-reboot "$st/pair_peerloss.sh peer-again" \
 		-- "$st/pair_smoke.sh client && $st/pair_preload.sh client && $st/pair_linkflap.sh client && $st/pair_peerloss.sh client" \
