@@ -504,56 +504,47 @@ static void rs_plan_sink_chunk(struct rs_ac *ac, struct rs_tx_plan *p,
 }
 
 /*
- * Called with qp->lock held: the next unit to send for @tx, if it takes at
- * most @room bytes of the SEND and, unless the SEND is @empty, is not a
- * chunk of more than @join_max bytes (copied, placed or in place) nor one
- * that goes in place.  A unit that does not fit stays first in line
- * (RS_PLAN_FULL): nothing changed but what the scheduler would have done
- * anyway on the way to it.
+ * Called with qp->lock held: what @qp owes its peer for no AC, into @p: a
+ * KEEPALIVE, a REJECT, or a CLOSE for an AC this host lacks.
  */
-static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct rs_tx_plan *p,
-				size_t room, bool empty, u32 join_max)
+static bool rs_plan_qp_ctrl(struct rs_qp *qp, struct rs_tx_plan *p)
 {
-	struct rs_ac *ac, *hol = qp->hol_ac;
-	const struct rs_dma_map *map;
-	struct rs_sched_entity *se;
 	struct rs_reject *rej;
-	bool zc = false, placed = false, sink = false;
-	u32 len = 0, slot = 0, rec;
-	struct rs_send *op;
-
-	/* The slot indices are written only as far as a grant goes. */
-	memset(p, 0, offsetof(struct rs_tx_plan, slots));
-	if (room < rs_proto_rec_len(qp->version, rs_ctrl_max(qp)))
-		return RS_PLAN_FULL;
-	/* A WRITE WITH IMMEDIATE has no SEND for records to join. */
-	if (tx->imm_conn && (qp->ping_pending || !list_empty(&qp->rejects) ||
-			     !list_empty(&qp->ctrl)))
-		return RS_PLAN_FULL;
 
 	if (qp->ping_pending) {
 		qp->ping_pending = false;
 		p->m.type = RS_MSG_KEEPALIVE;
-		return RS_PLAN_UNIT;
+		return true;
 	}
 
 	rej = list_first_entry_or_null(&qp->rejects, struct rs_reject, node);
-	if (rej) {
-		list_del(&rej->node);
-		if (!rej->own)
-			qp->nr_rejects--;
-		p->m.dst_conn = rej->dst;
-		if (rej->src) {
-			p->m.type = RS_MSG_CLOSE;
-			p->m.src_conn = rej->src;
-		} else {
-			p->m.type = RS_MSG_REJECT;
-			p->m.len = RS_REJECT_LEN;
-			p->m.error = rej->error;
-		}
-		kfree(rej);
-		return RS_PLAN_UNIT;
+	if (!rej)
+		return false;
+	list_del(&rej->node);
+	if (!rej->own)
+		qp->nr_rejects--;
+	p->m.dst_conn = rej->dst;
+	if (rej->src) {
+		p->m.type = RS_MSG_CLOSE;
+		p->m.src_conn = rej->src;
+	} else {
+		p->m.type = RS_MSG_REJECT;
+		p->m.len = RS_REJECT_LEN;
+		p->m.error = rej->error;
 	}
+	kfree(rej);
+	return true;
+}
+
+/*
+ * Called with qp->lock held: the oldest control record an AC owes, into
+ * @p: RS_PLAN_UNIT, RS_PLAN_FULL if it does not go in @tx, RS_PLAN_NONE
+ * if none is owed.
+ */
+static enum rs_plan_res rs_plan_ac_ctrl(struct rs_qp *qp, const struct rs_tx *tx,
+					struct rs_tx_plan *p)
+{
+	struct rs_ac *ac;
 
 	while ((ac = list_first_entry_or_null(&qp->ctrl, struct rs_ac, ctrl_node))) {
 		u32 bits = ac->ctrl_pending;
@@ -618,17 +609,24 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		p->ac = ac;
 		return RS_PLAN_UNIT;
 	}
+	return RS_PLAN_NONE;
+}
 
-	/*
-	 * The scheduler's next AC that can send; the others leave it.  With
-	 * split off, a message once started keeps the QP to its last chunk,
-	 * waiting for credits if need be, as one large send would: the
-	 * head-of-line blocking that splitting avoids, for comparison.
-	 */
-	ac = qp->hol_ac;
+/*
+ * Called with qp->lock held: the scheduler's next AC that can send; the
+ * others leave it.  With split off, a message once started keeps the QP
+ * to its last chunk, waiting for credits if need be, as one large send
+ * would: the head-of-line blocking that splitting avoids, for comparison.
+ * NULL if none can send now.
+ */
+static struct rs_ac *rs_plan_pick(struct rs_qp *qp)
+{
+	struct rs_sched_entity *se;
+	struct rs_ac *ac = qp->hol_ac;
+
 	if (ac && !READ_ONCE(rs_split)) {
 		if (!rs_ac_can_send(ac))
-			return RS_PLAN_NONE;	/* its credits kick the sender */
+			return NULL;	/* its credits kick the sender */
 	} else {
 		ac = NULL;
 	}
@@ -636,15 +634,100 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	while (!ac) {
 		se = rs_sched_next(&qp->sched);
 		if (!se)
-			return RS_PLAN_NONE;
+			return NULL;
 		ac = container_of(se, struct rs_ac, se);
 		if (rs_ac_can_send(ac))
 			break;
 		rs_sched_charge(&qp->sched, se, 0, rs_ac_sched_after(ac));
 		ac = NULL;
 	}
-	se = &ac->se;
-	op = list_first_entry(&ac->sendq, struct rs_send, node);
+	return ac;
+}
+
+/*
+ * Called with qp->lock held: the DATA record of @op's next chunk of @len
+ * bytes into @p, its payload in @map: written into the peer's sink
+ * (@sink), placed in its slot (@placed), sent in place (@zc), or copied.
+ */
+static void rs_plan_chunk(struct rs_qp *qp, struct rs_ac *ac, struct rs_send *op,
+			  const struct rs_dma_map *map, u32 len, bool sink, bool placed, bool zc,
+			  struct rs_tx_plan *p)
+{
+	u32 slot = 0;
+
+	p->m.type = RS_MSG_DATA;
+	p->m.seq = op->seq;
+	p->m.msg_len = op->len;
+	/* A small message: large chunks make way a while (0: none yet). */
+	if (!op->sent && op->len <= READ_ONCE(rs_pullup_max))
+		qp->small_at = jiffies ?: 1;
+	p->m.offset = op->sent;
+	p->m.len = len;
+	if (!op->sent)
+		p->m.flags |= RS_F_FIRST;
+	/*
+	 * Version 6: into the peer's sink, no credit.  Version 4: the chunk
+	 * goes to the peer's oldest slot granted.
+	 */
+	if (!sink && qp->version >= 4)
+		slot = rs_ac_take_slot(ac);
+	else if (!sink)
+		ac->send_credits--;
+	if (sink) {
+		rs_plan_sink_chunk(ac, p, map, op->addr + op->sent, len,
+				   op->sent + len == op->len && !rs_ac_send_next(ac, op));
+	} else if (placed) {
+		p->m.flags |= RS_F_PLACED;
+		p->m.len = RS_PLACED_LEN;
+		p->m.placed.len = len;
+		p->m.placed.slot = slot;
+		p->write.map = map;
+		p->write.off = op->addr + op->sent;
+		p->write.len = len;
+		p->write.rkey = ac->peer_rkey;
+		p->write.raddr = (u64)slot * ac->peer_stride;
+	} else if (zc) {
+		p->zc_map = map;
+		p->zc_off = op->addr + op->sent;
+	} else if (op->zc) {
+		p->zc_copy = true;
+		p->zc_off = op->addr + op->sent;
+	} else {
+		p->src = ac->rf->data + op->addr + op->sent;
+	}
+	/* The SEND keeps the pages until it completes. */
+	if (op->zc) {
+		kref_get(&op->zc->ref);
+		p->zc = op->zc;
+	}
+	op->sent += len;
+	if (op->sent == op->len) {
+		p->m.flags |= RS_F_LAST;
+		list_del(&op->node);
+		p->op = op;
+	} else {
+		qp->hol_ac = ac;	/* mid-message; see rs_plan_pick() */
+	}
+	ac->tx_chunks++;
+	ac->tx_bytes += len;
+	if (p->op)
+		ac->tx_msgs++;
+	rs_sched_charge(&qp->sched, &ac->se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
+}
+
+/*
+ * Called with qp->lock held: @ac's next unit into @p, as rs_plan() says:
+ * a chunk, a CLOSE or SHUTDOWN, or the DONE of the peer's sink before them.
+ */
+static enum rs_plan_res rs_plan_op(struct rs_qp *qp, const struct rs_tx *tx,
+				   struct rs_tx_plan *p, struct rs_ac *ac, size_t room, bool empty,
+				   u32 join_max)
+{
+	struct rs_send *op = list_first_entry(&ac->sendq, struct rs_send, node);
+	bool zc = false, placed = false, sink = false;
+	const struct rs_dma_map *map;
+	u32 len = 0, rec;
+
 	map = op->opcode == RDMASHARE_OP_SEND ? rs_op_map(ac, op) : NULL;
 	if (ac->psink.open && (!map || op->sent == op->len)) {
 		/*
@@ -653,7 +736,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		 * not mapped yet).
 		 */
 		if (tx->imm_conn)
-			goto full;
+			return RS_PLAN_FULL;
 		rs_plan_sink_end(ac, p);
 		return RS_PLAN_UNIT;
 	}
@@ -661,7 +744,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		sink = ac->psink.open;
 		if (sink) {
 			if (tx->nr_writes == RS_TX_MAX_WRITES)
-				goto full;
+				return RS_PLAN_FULL;
 			len = rs_plan_sink_len(qp, ac, map, op);
 		} else {
 			len = min3(op->len - op->sent, ac->peer_slot_size, READ_ONCE(rs_tx_chunk));
@@ -681,7 +764,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		    qp->tx_inflight_bytes >= rs_tx_bulk_max(qp) &&
 		    qp->tx_inflight_bytes < READ_ONCE(rs_inflight_max)) {
 			rs_qp_stat(qp, RS_STAT_BULK_HELD, 1);
-			goto full;
+			return RS_PLAN_FULL;
 		}
 		/*
 		 * Version 5: a placed chunk that continues a message and goes
@@ -692,13 +775,13 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		rec = placed || sink ? RS_PLACED_LEN : len;
 		if (tx->imm_conn) {
 			if (!p->imm || !rs_tx_imm_joins(qp, ac, map, tx, op->addr + op->sent, len))
-				goto full;
+				return RS_PLAN_FULL;
 		} else if (rs_proto_rec_len(qp->version, rec) > room ||
 			   (!empty && (len > join_max || zc))) {
-			goto full;
+			return RS_PLAN_FULL;
 		}
 	} else if (tx->imm_conn) {
-		goto full;		/* a CLOSE: a record */
+		return RS_PLAN_FULL;		/* a CLOSE: a record */
 	}
 	p->m.dst_conn = ac->remote_id;
 	p->m.src_conn = ac->id;
@@ -711,82 +794,58 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 		p->m.type = RS_MSG_CLOSE;
 		p->op = op;
 		ac->close_sent = true;
-		rs_sched_dequeue(&qp->sched, se);
+		rs_sched_dequeue(&qp->sched, &ac->se);
 	} else if (op->opcode == RDMASHARE_OP_SHUTDOWN) {
 		/* A CLOSE may follow it. */
 		list_del(&op->node);
 		p->m.type = RS_MSG_CLOSE;
 		p->m.flags = RS_F_HALF;
 		p->op = op;
-		rs_sched_charge(&qp->sched, se, RS_HDR_LEN, rs_ac_sched_after(ac));
+		rs_sched_charge(&qp->sched, &ac->se, RS_HDR_LEN, rs_ac_sched_after(ac));
 	} else {
-		p->m.type = RS_MSG_DATA;
-		p->m.seq = op->seq;
-		p->m.msg_len = op->len;
-		/* A small message: large chunks make way a while (0: none yet). */
-		if (!op->sent && op->len <= READ_ONCE(rs_pullup_max))
-			qp->small_at = jiffies ?: 1;
-		p->m.offset = op->sent;
-		p->m.len = len;
-		if (!op->sent)
-			p->m.flags |= RS_F_FIRST;
-		/*
-		 * Version 6: into the peer's sink, no credit.  Version 4: the
-		 * chunk goes to the peer's oldest slot granted.
-		 */
-		if (!sink && qp->version >= 4)
-			slot = rs_ac_take_slot(ac);
-		else if (!sink)
-			ac->send_credits--;
-		if (sink) {
-			rs_plan_sink_chunk(ac, p, map, op->addr + op->sent, len,
-					   op->sent + len == op->len && !rs_ac_send_next(ac, op));
-		} else if (placed) {
-			p->m.flags |= RS_F_PLACED;
-			p->m.len = RS_PLACED_LEN;
-			p->m.placed.len = len;
-			p->m.placed.slot = slot;
-			p->write.map = map;
-			p->write.off = op->addr + op->sent;
-			p->write.len = len;
-			p->write.rkey = ac->peer_rkey;
-			p->write.raddr = (u64)slot * ac->peer_stride;
-		} else if (zc) {
-			p->zc_map = map;
-			p->zc_off = op->addr + op->sent;
-		} else if (op->zc) {
-			p->zc_copy = true;
-			p->zc_off = op->addr + op->sent;
-		} else {
-			p->src = ac->rf->data + op->addr + op->sent;
-		}
-		/* The SEND keeps the pages until it completes. */
-		if (op->zc) {
-			kref_get(&op->zc->ref);
-			p->zc = op->zc;
-		}
-		op->sent += len;
-		if (op->sent == op->len) {
-			p->m.flags |= RS_F_LAST;
-			list_del(&op->node);
-			p->op = op;
-		} else {
-			qp->hol_ac = ac;	/* mid-message; see above */
-		}
-		ac->tx_chunks++;
-		ac->tx_bytes += len;
-		if (p->op)
-			ac->tx_msgs++;
-		rs_sched_charge(&qp->sched, se, RS_HDR_LEN + len, rs_ac_sched_after(ac));
+		rs_plan_chunk(qp, ac, op, map, len, sink, placed, zc, p);
 	}
 	rs_ac_after_chunk(ac);
 	kref_get(&ac->ref);
 	p->ac = ac;
 	return RS_PLAN_UNIT;
+}
 
-full:
-	qp->hol_ac = hol;
-	return RS_PLAN_FULL;
+/*
+ * Called with qp->lock held: the next unit to send for @tx, if it takes at
+ * most @room bytes of the SEND and, unless the SEND is @empty, is not a
+ * chunk of more than @join_max bytes (copied, placed or in place) nor one
+ * that goes in place.  In this order: what the QP owes for no AC, an AC's
+ * control record, then the next unit of the AC the scheduler picks.  A
+ * unit that does not fit stays first in line (RS_PLAN_FULL): nothing
+ * changed but what the scheduler would have done anyway on the way to it.
+ */
+static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct rs_tx_plan *p,
+				size_t room, bool empty, u32 join_max)
+{
+	struct rs_ac *ac, *hol = qp->hol_ac;
+	enum rs_plan_res res;
+
+	/* The slot indices are written only as far as a grant goes. */
+	memset(p, 0, offsetof(struct rs_tx_plan, slots));
+	if (room < rs_proto_rec_len(qp->version, rs_ctrl_max(qp)))
+		return RS_PLAN_FULL;
+	/* A WRITE WITH IMMEDIATE has no SEND for records to join. */
+	if (tx->imm_conn && (qp->ping_pending || !list_empty(&qp->rejects) ||
+			     !list_empty(&qp->ctrl)))
+		return RS_PLAN_FULL;
+	if (rs_plan_qp_ctrl(qp, p))
+		return RS_PLAN_UNIT;
+	res = rs_plan_ac_ctrl(qp, tx, p);
+	if (res != RS_PLAN_NONE)
+		return res;
+	ac = rs_plan_pick(qp);
+	if (!ac)
+		return RS_PLAN_NONE;
+	res = rs_plan_op(qp, tx, p, ac, room, empty, join_max);
+	if (res == RS_PLAN_FULL)
+		qp->hol_ac = hol;
+	return res;
 }
 
 /*
