@@ -292,6 +292,9 @@ ssize_t rs_sink_read(struct rs_ac *ac, struct iov_iter *to)
 	spin_unlock_irq(&rf->rx_lock);
 	if (took)
 		rs_sink_put(s);		/* the file's */
+	/* What the device wrote, for the CPU, while the mapping is ours. */
+	if (filled)
+		rs_dma_map_sync_for_cpu(&s->zc->map, offset_in_page(seg.iov_base), filled);
 	rs_sink_put(s);			/* the reader's: the pages go back */
 	if (!filled)
 		return ret;
