@@ -32,6 +32,10 @@
  *    SEND and a CLOSE outstanding (and one with a connection and its
  *    listener closed) waits for their completions, not its 5 s limit; the
  *    peer gets the message whole, then the end.
+ *  - verbs_wakeup: 300 ping-pongs over the verbs transport, each end
+ *    sleeping in poll() on its descriptor once ready() says nothing is
+ *    there, as a node does: every message must wake it (no poll() of 3 s
+ *    times out).
  *  - job_pull_waits: a pull for version 0 answers at once; one for
  *    version 1 (and the push of iteration 0) stays pending while the other
  *    worker has not pushed, then, polled with a timeout of 0, gets version
@@ -1213,6 +1217,143 @@ TEST(native_fini)
 	t = tr_fini_secs(tr, xa);
 	TH_LOG("the receiver's fini: %.3f s", t);
 	EXPECT_GT(TEARDOWN_MAX, t);
+}
+
+#define WAKE_ROUNDS	300
+#define WAKE_MS		3000
+
+/*
+ * Wait as ps_node_progress() does: ready(), else sleep in poll() on the
+ * descriptor.  False when the wait took WAKE_MS (a message crosses one
+ * host in milliseconds), with the poll()'s result and ready()'s after it.
+ */
+static bool tr_woken(struct __test_metadata *_metadata, const struct ps_transport *tr,
+		     struct ps_tr_conn *tc)
+{
+	struct pollfd p = { .fd = tr->poll_fd(tc), .events = POLLIN };
+	int ret;
+
+	while (!tr->ready(tc)) {
+		ret = poll(&p, 1, WAKE_MS);
+		if (ret <= 0) {
+			TH_LOG("poll() gave %d after %d ms; ready() now says %d", ret, WAKE_MS,
+			       tr->ready(tc));
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Send (@out) or receive @len bytes on @tc, waiting as above for room or
+ * for bytes.
+ */
+static bool tr_xfer_woken(struct __test_metadata *_metadata, const struct ps_transport *tr,
+			  struct ps_tr_conn *tc, char *buf, size_t len, bool out)
+{
+	struct iovec iov;
+	ssize_t r;
+
+	while (len) {
+		iov = (struct iovec){ buf, len };
+		r = out ? tr->sendv(tc, &iov, 1) : tr->recv(tc, buf, len);
+		if (r == -EAGAIN) {
+			if (!tr_woken(_metadata, tr, tc))
+				return false;
+			continue;
+		}
+		if (r <= 0)
+			return false;
+		buf += r;
+		len -= r;
+	}
+	return true;
+}
+
+/*
+ * The echoing end of verbs_wakeup, a process of its own (rdma_cm's connect
+ * waits for the accept): listen on @ss, say so on @ready, echo WAKE_ROUNDS
+ * messages.  Its exit status: 0, or 1 + the round it failed in.
+ */
+static int wakeup_echo(struct __test_metadata *_metadata, const struct ps_transport *tr,
+		       const struct sockaddr_storage *ss, socklen_t len, int ready)
+{
+	struct ps_tr_conn *l, *a;
+	struct pollfd p;
+	struct ps_tr_ctx *x;
+	char buf[64];
+	int i, ret;
+
+	if (tr->open(1 << 20, &x) || tr->listen(x, (const struct sockaddr *)ss, len, &l) ||
+	    write(ready, "", 1) != 1)
+		return 1;
+	/* A listener is ready when its descriptor is. */
+	p = (struct pollfd){ .fd = tr->poll_fd(l), .events = POLLIN };
+	while ((ret = tr->accept(l, &a)) == -EAGAIN)
+		if (poll(&p, 1, WAIT_MS) <= 0)
+			return 1;
+	if (ret)
+		return 1;
+	for (i = 0; i < WAKE_ROUNDS; i++)
+		if (!tr_xfer_woken(_metadata, tr, a, buf, sizeof(buf), false) ||
+		    !tr_xfer_woken(_metadata, tr, a, buf, sizeof(buf), true))
+			return 2 + i;
+	/* Until the other end closes. */
+	tr_xfer_woken(_metadata, tr, a, buf, 1, false);
+	tr->close(a);
+	tr->close(l);
+	tr->fini(x, WAIT_MS);
+	return 0;
+}
+
+/*
+ * The verbs transport's wake-ups: WAKE_ROUNDS ping-pongs with another
+ * process, each end waiting in poll() on its descriptor once ready() says
+ * nothing is there, as a node does.  A completion that comes while
+ * ready() arms the CQ must still wake the next poll() (the lost wake-up
+ * behind the verbs jobs' start-up timeouts: the event taken after the
+ * arming left the CQ disarmed).
+ */
+TEST(verbs_wakeup)
+{
+	const struct ps_transport *tr = ps_transport_find("verbs");
+	char msg[64], got[64], c;
+	struct sockaddr_storage ss;
+	struct ps_tr_conn *b;
+	struct ps_tr_ctx *x;
+	int i, p[2], st;
+	socklen_t len;
+	pid_t pid;
+
+	if (!has_rdma_device())
+		SKIP(return, "no RDMA device");
+	ASSERT_NE(NULL, tr);
+	ASSERT_EQ(0, ps_resolve(test_ip(), PORT + 55, AF_INET, &ss, &len));
+	ASSERT_EQ(0, pipe(p));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(p[0]);
+		_exit(wakeup_echo(_metadata, tr, &ss, len, p[1]));
+	}
+	close(p[1]);
+	ASSERT_EQ(1, read(p[0], &c, 1));
+	close(p[0]);
+	ASSERT_EQ(0, tr->open(1 << 20, &x));
+	ASSERT_EQ(0, tr->connect(x, (struct sockaddr *)&ss, len, WAIT_MS, &b));
+	for (i = 0; i < WAKE_ROUNDS; i++) {
+		memset(msg, i, sizeof(msg));
+		ASSERT_TRUE(tr_xfer_woken(_metadata, tr, b, msg, sizeof(msg), true))
+			TH_LOG("round %d", i);
+		ASSERT_TRUE(tr_xfer_woken(_metadata, tr, b, got, sizeof(got), false))
+			TH_LOG("round %d", i);
+		ASSERT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	}
+	tr->close(b);
+	tr->fini(x, WAIT_MS);
+	ASSERT_EQ(pid, waitpid(pid, &st, 0));
+	EXPECT_TRUE(WIFEXITED(st));
+	EXPECT_EQ(0, WEXITSTATUS(st));
 }
 
 /*

@@ -449,24 +449,17 @@ static int vb_accept(struct ps_tr_conn *l, struct ps_tr_conn **out)
 }
 
 /*
- * Take what the channels and the CQ have: events acknowledged, receives
- * queued for reading (their credits counted), send requests retired, the
- * peer's disconnect noted.
+ * Take what the rdma_cm channel and the CQ have: receives queued for
+ * reading (their credits counted), send requests retired, the peer's
+ * disconnect noted.  The completion channel's events are left alone: see
+ * vb_poll().
  */
-static void vb_poll(struct ps_tr_conn *c)
+static void vb_reap(struct ps_tr_conn *c)
 {
 	struct rdma_cm_event *ev;
 	struct ibv_wc wc[32];
-	struct ibv_cq *cq;
-	void *ctx;
 	int n, i;
 
-	while (!ibv_get_cq_event(c->cc, &cq, &ctx))
-		c->cq_events++;
-	if (c->cq_events >= 64) {
-		ibv_ack_cq_events(c->cq, c->cq_events);
-		c->cq_events = 0;
-	}
 	while (!rdma_get_cm_event(c->ch, &ev)) {
 		if (ev->event == RDMA_CM_EVENT_DISCONNECTED ||
 		    ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ||
@@ -504,6 +497,27 @@ static void vb_poll(struct ps_tr_conn *c)
 	}
 	if (n < 0 && !c->err)
 		c->err = -EIO;
+}
+
+/*
+ * vb_reap(), the completion channel's events taken (and acknowledged) first.
+ * An event disarms the CQ until the next ibv_req_notify_cq(), so events are
+ * taken only before vb_ready() arms it, never after: one that comes after
+ * the arming stays in the channel, whose descriptor then wakes the next
+ * poll(), and that round takes it and arms the CQ again.
+ */
+static void vb_poll(struct ps_tr_conn *c)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	while (!ibv_get_cq_event(c->cc, &cq, &ctx))
+		c->cq_events++;
+	if (c->cq_events >= 64) {
+		ibv_ack_cq_events(c->cq, c->cq_events);
+		c->cq_events = 0;
+	}
+	vb_reap(c);
 }
 
 /*
@@ -737,15 +751,19 @@ static short vb_poll_events(struct ps_tr_conn *c __attribute__((unused)),
 	return POLLIN;
 }
 
-/* Events are asked for again, then the CQ read once more: none is missed. */
+/*
+ * Events are asked for again, then the CQ read once more (its event, if one
+ * came meanwhile, left for poll() to see): none is missed.
+ */
 static bool vb_ready(struct ps_tr_conn *c)
 {
 	if (c->listener)
 		return false;
 	vb_poll(c);
 	vb_repost(c);
-	ibv_req_notify_cq(c->cq, 0);
-	vb_poll(c);
+	if (ibv_req_notify_cq(c->cq, 0) && !c->err)
+		c->err = -EIO;
+	vb_reap(c);
 	return c->rxq_head != c->rxq_tail || c->err || c->gone ||
 	       (c->blocked && c->blocked != c->tx_gen + 1);
 }
