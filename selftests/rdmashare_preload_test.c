@@ -385,6 +385,27 @@ TEST_F_TIMEOUT(pl, v6only_listener, 60)
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 
+TEST_F_TIMEOUT(pl, peer_closed_name, 60)
+{
+	/*
+	 * Once the client closed its end and the server read to the end,
+	 * the server's getpeername() still names the client, as TCP's does
+	 * in CLOSE_WAIT (Open MPI asks then).
+	 */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import socket, threading\n"
+			   "l = socket.socket()\n"
+			   "l.bind((\"%s\", %d))\n"
+			   "l.listen()\n"
+			   "c = socket.create_connection((\"%s\", %d))\n"
+			   "l.settimeout(10)\n"
+			   "a, peer = l.accept()\n"
+			   PY_SEND_1M
+			   "assert a.getpeername() == peer, (a.getpeername(), peer)\n'",
+			   run, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
 TEST_F_TIMEOUT(pl, v4mapped, 60)
 {
 	/* 1 MiB from an IPv6 socket to ::ffff:ip, and the names it sees. */

@@ -1245,7 +1245,13 @@ static int acfile_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
 
 	if (file_info(fd, &fi, 0))
 		return -1;
-	if (peer && fi.state != RDMASHARE_AC_STATE_OPEN) {
+	/*
+	 * The peer's name as TCP gives it: while connected, and still once
+	 * the peer closed its end (CLOSE_WAIT); not while connecting, nor
+	 * after a reset or a failed connect (an error).
+	 */
+	if (peer && fi.state != RDMASHARE_AC_STATE_OPEN &&
+	    (fi.state != RDMASHARE_AC_STATE_CLOSED || fi.error)) {
 		errno = ENOTCONN;
 		return -1;
 	}
