@@ -19,6 +19,9 @@
  * when the CQ has no room for it (rs_ac_post_closed()), so that a file's
  * ACs are not bounded by its CQ.
  *
+ * LISTEN, ACCEPT and the peer's CONNECT are in listen.c; CONNECT and the
+ * peer's answer in connect.c; AC_SET and AC_STATS in acset.c.
+ *
  * Close: a CLOSE message tells the peer that this end is gone; one flagged
  * RS_F_HALF (an RDMASHARE_OP_SHUTDOWN) only that no more data comes.  The
  * receiving end of a HALF stays open for sending and posts its CLOSED
@@ -35,6 +38,7 @@
 #include <linux/slab.h>
 #include <net/sock.h>
 
+#include "ac.h"
 #include "acfile.h"
 #include "actable.h"
 #include "trace.h"
@@ -42,11 +46,6 @@
 
 /* Connection ids, host-wide; 0 is never used. */
 static struct rs_actable rs_conns = RS_ACTABLE_INIT(rs_conns, true);
-/* Listening ACs by service port. */
-static DEFINE_XARRAY(rs_ports);
-
-static void rs_ac_abort(struct rs_ac *ac);
-static void rs_ac_unquarantine(struct rs_ac *ac);
 
 /* ---- files ---- */
 
@@ -121,7 +120,7 @@ void rs_ac_put(struct rs_ac *ac)
  * A new AC of @rf, counted against its owner's max_acs_per_user (-EMFILE
  * past it), charged to the caller's memory cgroup (or the active one).
  */
-static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
+struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
 {
 	struct rs_ac *ac;
 
@@ -151,7 +150,7 @@ static struct rs_ac *rs_ac_alloc(struct rs_file *rf, enum rs_ac_state state)
 }
 
 /* A file-local id for @ac; the table holds a reference. */
-static int rs_ac_add_to_file(struct rs_file *rf, struct rs_ac *ac)
+int rs_ac_add_to_file(struct rs_file *rf, struct rs_ac *ac)
 {
 	int ret;
 
@@ -180,7 +179,7 @@ void rs_ac_del_from_file(struct rs_ac *ac)
 		rs_ac_put(ac);
 }
 
-static bool rs_ac_get_any(void *entry, void *arg)
+bool rs_ac_get_any(void *entry, void *arg)
 {
 	kref_get(&((struct rs_ac *)entry)->ref);
 	return true;
@@ -212,7 +211,7 @@ struct rs_ac *rs_ac_lookup_user(struct rs_file *rf, u32 fid)
 }
 
 /* A host-wide connection id; the table holds a reference. */
-static int rs_ac_add_conn(struct rs_ac *ac)
+int rs_ac_add_conn(struct rs_ac *ac)
 {
 	int ret;
 
@@ -251,7 +250,7 @@ struct rs_ac *rs_ac_lookup_conn(struct rs_qp *qp, u32 id)
  * the file.  Each step is a no-op if it was not done, or if a close (the
  * file's release) did it already.
  */
-static void rs_ac_discard(struct rs_ac *ac)
+void rs_ac_discard(struct rs_ac *ac)
 {
 	rs_ac_del_conn(ac);
 	rs_ac_del_from_file(ac);
@@ -299,7 +298,7 @@ static void rs_ac_op_cqe(struct rs_ac *ac, u8 opcode, u64 user_data, int res)
  * application's own CLOSE, which takes this one back first
  * (rs_ac_cancel_closed()), and a new AC gets the id only once it is free.
  */
-static void rs_ac_post_closed(struct rs_ac *ac, int res, u16 flags, bool free_id)
+void rs_ac_post_closed(struct rs_ac *ac, int res, u16 flags, bool free_id)
 {
 	/* An AC file's readers and pollers see the end in the AC itself. */
 	if (ac->af) {
@@ -382,7 +381,7 @@ void rs_op_done(struct rs_ac *ac, struct rs_send *op, int res)
 }
 
 /* The AC's CLOSED completion: true for the one caller that may post it. */
-static bool rs_ac_take_cqe(struct rs_ac *ac)
+bool rs_ac_take_cqe(struct rs_ac *ac)
 {
 	bool first;
 
@@ -491,94 +490,7 @@ void rs_ac_qp_down(struct rs_ac *ac, int error)
 	rs_ac_do_close(ac, error ?: -ECONNRESET, false);
 }
 
-/* ---- LISTEN, CONNECT, ACCEPT ---- */
-
-static bool rs_file_ready(struct rs_file *rf)
-{
-	/* Pairs with rs_rings_setup(). */
-	return smp_load_acquire(&rf->ready);
-}
-
-int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
-{
-	struct rs_ac *ac;
-	int ret;
-
-	if ((l->flags & ~RDMASHARE_LISTEN_FILES) || l->resv || l->ac ||
-	    memchr_inv(&l->file, 0, sizeof(l->file)) || l->max_files || l->rx_slots)
-		return -EINVAL;
-	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > READ_ONCE(rs_backlog_max))
-		return -EINVAL;
-	if (!rs_file_ready(rf))
-		return -EINVAL;
-	/* AC files need a file area for their send buffers. */
-	if ((l->flags & RDMASHARE_LISTEN_FILES) && !rf->files_pages)
-		return -EINVAL;
-	/* Privileged ports as for sockets: a service there can be trusted. */
-	if (l->port < PROT_SOCK && !capable(CAP_NET_BIND_SERVICE))
-		return -EACCES;
-
-	ac = rs_ac_alloc(rf, RS_AC_LISTEN);
-	if (IS_ERR(ac))
-		return PTR_ERR(ac);
-	ac->port = l->port;
-	ac->backlog_max = l->backlog;
-	ac->files = l->flags & RDMASHARE_LISTEN_FILES;
-	ret = rs_ac_add_to_file(rf, ac);
-	if (ret)
-		goto out_put;
-	ret = -EMFILE;
-	if (!rs_user_charge_listener(rf->owner)) {
-		rs_ac_del_from_file(ac);
-		goto out_put;
-	}
-	ret = xa_insert(&rs_ports, ac->port, ac, GFP_KERNEL_ACCOUNT);
-	if (ret) {
-		ret = ret == -EBUSY ? -EADDRINUSE : ret;
-		rs_user_uncharge_listener(rf->owner);
-		rs_ac_del_from_file(ac);
-		goto out_put;
-	}
-	kref_get(&ac->ref);		/* the port table's */
-	WRITE_ONCE(ac->handed_out, true);
-	l->ac = ac->fid;
-	/* Its ACs' first messages go from the completion handler. */
-	rs_dma_maps_prepare(rf);
-out_put:
-	rs_ac_put(ac);
-	return ret;
-}
-
-static int rs_addr_from_user(const struct rdmashare_addr *a,
-			     struct sockaddr_storage *ss)
-{
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-
-	memset(ss, 0, sizeof(*ss));
-	if (!a->port || a->port > 65535)
-		return -EINVAL;
-	switch (a->family) {
-	case AF_INET:
-		if (memchr_inv(a->addr + 4, 0, sizeof(a->addr) - 4))
-			return -EINVAL;
-		sin->sin_family = AF_INET;
-		memcpy(&sin->sin_addr, a->addr, 4);
-		if (ipv4_is_zeronet(sin->sin_addr.s_addr) ||
-		    ipv4_is_multicast(sin->sin_addr.s_addr) ||
-		    ipv4_is_lbcast(sin->sin_addr.s_addr))
-			return -EINVAL;
-		return 0;
-	case AF_INET6:
-		sin6->sin6_family = AF_INET6;
-		memcpy(&sin6->sin6_addr, a->addr, 16);
-		if (ipv6_addr_any(&sin6->sin6_addr) ||
-		    ipv6_addr_is_multicast(&sin6->sin6_addr))
-			return -EINVAL;
-		return 0;
-	}
-	return -EAFNOSUPPORT;
-}
+/* ---- what CONNECT and ACCEPT share: names, a QP, a new AC ---- */
 
 void rs_addr_to_user(const struct sockaddr_storage *ss, struct rdmashare_addr *a)
 {
@@ -669,53 +581,6 @@ int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 	return ret;
 }
 
-/*
- * The CONNECT that made @ac returns: true if the AC is open, and the
- * application has its id from now on.  Until now nothing posted a CLOSED
- * completion for it (rs_ac_do_close(), rs_ac_peer_shut()): a HALF one that
- * came meanwhile is posted now, after the chunks before it.  If not open,
- * that stays so: the CONNECT closes the AC and voids what it received.
- */
-static bool rs_ac_connect_end(struct rs_ac *ac)
-{
-	struct rs_file *rf = ac->rf;
-	bool open, half;
-
-	mutex_lock(&rf->ac_lock);
-	open = ac->state == RS_AC_OPEN;
-	if (open)
-		ac->in_connect = false;
-	half = open && READ_ONCE(ac->peer_shut) && !ac->cqe_used;
-	if (half)
-		ac->cqe_used = true;
-	if (open && !ac->af)
-		WRITE_ONCE(ac->handed_out, true);
-	mutex_unlock(&rf->ac_lock);
-	if (half)
-		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
-	return open;
-}
-
-/*
- * Called once @ac closed: whether a chunk for it reached its file's CQ.
- * rs_ac_finish() set rx_done under the same lock: none comes after.
- */
-static bool rs_ac_received(struct rs_ac *ac)
-{
-	bool got;
-
-	spin_lock_irq(&ac->rf->rx_lock);
-	got = ac->rx_chunks;
-	spin_unlock_irq(&ac->rf->rx_lock);
-	return got;
-}
-
-/*
- * One attempt at a CONNECT.  *@retry says that the AC's QP went down before
- * the peer answered, so that the peer never saw the AC or lost it with the
- * QP (an idle peer may take its QP down as the CONNECT goes out): a new
- * attempt builds a new QP.
- */
 /**
  * rs_ac_new_conn() - a new AC of @rf's that is to CONNECT to @port
  * @rf: the file
@@ -769,279 +634,7 @@ void rs_ac_abandon(struct rs_ac *ac, int error)
 	rs_ac_del_from_file(ac);
 }
 
-static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
-			      const struct sockaddr_storage *ss, unsigned long deadline,
-			      struct rs_acfile_res *res, bool *retry)
-{
-	struct rs_peer *peer;
-	struct rs_qp *qp;
-	struct rs_ac *ac;
-	long left;
-	int ret;
-
-	ac = rs_ac_new_conn(rf, c->peer.port, res, true);
-	if (IS_ERR(ac))
-		return PTR_ERR(ac);
-
-	mutex_lock(&rs_peers_lock);
-	peer = rs_peer_get((struct sockaddr *)ss);
-	mutex_unlock(&rs_peers_lock);
-	ret = -ENOMEM;
-	if (!peer)
-		goto out_discard;
-	qp = rs_qp_get_up(peer, max_t(long, deadline - jiffies, 1), &ret);
-	rs_peer_put(peer);
-	if (!qp)
-		goto out_discard;
-	ret = rs_ac_pin(ac, qp, RS_CTRL_CONNECT);
-	if (ret) {
-		rs_qp_unwait(qp);
-		rs_qp_put(qp);
-		*retry = ret == -ECONNRESET;
-		goto out_discard;
-	}
-	rs_qp_unwait(qp);
-
-	left = wait_event_interruptible_timeout(ac->wait,
-						READ_ONCE(ac->state) != RS_AC_CONNECTING,
-						max_t(long, deadline - jiffies, 1));
-	if (rs_ac_connect_end(ac)) {
-		c->ac = ac->fid;
-		if (!res) {
-			rs_ac_put(ac);
-			return 0;
-		}
-		ret = rs_acfile_bind(ac, res, &c->file);
-		if (!ret) {
-			rs_ac_put(ac);
-			return 0;
-		}
-		/* Opened, and closed again: nobody can have it. */
-		rs_acfile_drain(ac);
-		rs_ac_close_tell(ac, ret, true);
-		rs_ac_del_from_file(ac);
-		rs_ac_put(ac);
-		return ret;
-	}
-	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
-	if (!rs_ac_do_close(ac, ret, true))
-		ret = ac->error;
-	/*
-	 * The peer's ACCEPT may have come just before the close: its end is
-	 * open and is told (a no-op if the peer never opened it, or closed
-	 * it), and what it sent went to a queue or the CQ, under an id the
-	 * application never learned.
-	 */
-	rs_ac_tell_closed(ac, false);
-	*retry = READ_ONCE(ac->qp_lost);
-	if (ac->af)
-		rs_acfile_drain(ac);
-	if (!ac->af && rs_ac_received(ac))
-		rs_ac_post_closed(ac, -ECONNABORTED, RDMASHARE_CQE_F_DISCARD, true);
-	else
-		rs_ac_del_from_file(ac);
-	rs_ac_put(ac);
-	return ret;
-
-out_discard:
-	rs_ac_discard(ac);
-	rs_ac_put(ac);
-	return ret;
-}
-
-int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf)
-{
-	struct rs_acfile_res res, *file = NULL;
-	unsigned long deadline, timeout;
-	struct sockaddr_storage ss;
-	bool retry = false;
-	int ret;
-
-	if ((c->flags & ~(RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_NONBLOCK)) || c->ac)
-		return -EINVAL;
-	/* Only an AC file can be had before the connection is made. */
-	if ((c->flags & RDMASHARE_CONNECT_NONBLOCK) && !(c->flags & RDMASHARE_CONNECT_FILE))
-		return -EINVAL;
-	ret = rs_addr_from_user(&c->peer, &ss);
-	if (ret)
-		return ret;
-	if (!rs_file_ready(rf))
-		return -EINVAL;
-	/* The AC file's send buffer and descriptor first: no AC to undo. */
-	if (c->flags & RDMASHARE_CONNECT_FILE) {
-		ret = rs_acfile_reserve(rf, &c->file, nf, &res);
-		if (ret)
-			return ret;
-		file = &res;
-	} else if (memchr_inv(&c->file, 0, sizeof(c->file))) {
-		return -EINVAL;
-	}
-	timeout = msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
-	deadline = jiffies + timeout;
-
-	if (c->flags & RDMASHARE_CONNECT_NONBLOCK)
-		ret = rs_ac_connect_nb(rf, c, &ss, timeout, file);
-	else
-		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
-	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {
-		retry = false;
-		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
-	}
-	if (ret && file)
-		rs_acfile_unreserve(rf, file);
-	return ret;
-}
-
-/*
- * The oldest AC of @l's backlog, or NULL; *@closed if it closed there.
- * With @cqe, its CQ reservation is taken in the same critical section (*@cqe
- * says whether it was still there): a CLOSE from the peer cannot take it
- * once the AC is out of the backlog.
- */
-static struct rs_ac *rs_backlog_pop(struct rs_ac *l, bool *closed, bool *cqe)
-{
-	struct rs_ac *ac;
-
-	mutex_lock(&l->rf->ac_lock);
-	ac = list_first_entry_or_null(&l->backlog, struct rs_ac, backlog_node);
-	if (ac) {
-		list_del_init(&ac->backlog_node);
-		l->backlog_len--;
-		*closed = ac->state == RS_AC_CLOSED;
-		if (cqe) {
-			*cqe = !ac->cqe_used;
-			ac->cqe_used = true;
-		}
-	}
-	mutex_unlock(&l->rf->ac_lock);
-	return ac;
-}
-
-int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a, struct rs_new_file *nf)
-{
-	struct rs_acfile_res res;
-	struct rs_ac *l, *ac = NULL;
-	bool closed = false;
-	long timeout, left;
-	int ret;
-
-	if (a->flags & ~(RDMASHARE_ACCEPT_NONBLOCK | RDMASHARE_ACCEPT_FILE) || a->resv || a->ac)
-		return -EINVAL;
-	if ((a->flags & RDMASHARE_ACCEPT_NONBLOCK) && a->timeout_ms)
-		return -EINVAL;
-	l = rs_ac_lookup_user(rf, a->listen_ac);
-	if (!l)
-		return -ENOENT;
-	/* A listener's ACs are AC files or not, and ACCEPT says which it wants. */
-	if (l->state != RS_AC_LISTEN || l->files != !!(a->flags & RDMASHARE_ACCEPT_FILE)) {
-		rs_ac_put(l);
-		return -EINVAL;
-	}
-	/* An AC file's send buffer and descriptor first: none is lost then. */
-	if (l->files) {
-		ret = rs_acfile_reserve(rf, &a->file, nf, &res);
-		if (ret) {
-			rs_ac_put(l);
-			return ret;
-		}
-	} else if (memchr_inv(&a->file, 0, sizeof(a->file))) {
-		rs_ac_put(l);
-		return -EINVAL;
-	}
-
-	timeout = a->timeout_ms ? msecs_to_jiffies(a->timeout_ms) : MAX_SCHEDULE_TIMEOUT;
-	for (;;) {
-		ac = rs_backlog_pop(l, &closed, NULL);
-		if (ac || (a->flags & RDMASHARE_ACCEPT_NONBLOCK))
-			break;
-		left = wait_event_interruptible_timeout(l->wait,
-							!list_empty(&l->backlog) ||
-							READ_ONCE(l->state) != RS_AC_LISTEN,
-							timeout);
-		if (left <= 0 || READ_ONCE(l->state) != RS_AC_LISTEN) {
-			ret = left < 0 ? -EINTR : left ? -EINVAL : -ETIME;
-			goto out_unreserve;
-		}
-		timeout = left;
-	}
-	ret = -EAGAIN;
-	if (!ac)
-		goto out_unreserve;
-	rs_ac_put(l);
-
-	a->ac = ac->fid;
-	rs_addr_to_user(&ac->qp->peer->addr, &a->peer);
-	if (ac->af) {
-		/* Its end, if it came, is in the AC: the file's readers see it. */
-		ret = rs_acfile_bind(ac, &res, &a->file);
-		if (ret) {
-			rs_acfile_unreserve(rf, &res);
-			rs_acfile_drain(ac);
-			rs_ac_abort(ac);
-			rs_ac_del_from_file(ac);
-		}
-		rs_ac_put(ac);		/* the backlog's */
-		return ret;
-	}
-	WRITE_ONCE(ac->handed_out, true);
-	/*
-	 * An AC that closed in the backlog is handed out all the same: its
-	 * CLOSED completion tells the application; so does the HALF one of a
-	 * peer that shut down meanwhile (after the AC's RECVs, all in).
-	 */
-	if (closed && rs_ac_take_cqe(ac))
-		rs_ac_post_closed(ac, ac->error, 0, false);
-	else if (!closed && READ_ONCE(ac->peer_shut) && rs_ac_take_cqe(ac))
-		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
-	rs_ac_put(ac);			/* the backlog's */
-	return 0;
-
-out_unreserve:
-	if (l->files)
-		rs_acfile_unreserve(rf, &res);
-	rs_ac_put(l);
-	return ret;
-}
-
 /* ---- CLOSE (send.c hands it over) ---- */
-
-/* CLOSE of a listener: no new connections; the backlog is closed. */
-static void rs_ac_close_listener(struct rs_ac *l)
-{
-	struct rs_file *rf = l->rf;
-	struct rs_ac *ac;
-
-	if (xa_cmpxchg(&rs_ports, l->port, l, NULL, 0) == l) {
-		rs_user_uncharge_listener(rf->owner);
-		rs_ac_put(l);
-	}
-	mutex_lock(&rf->ac_lock);
-	l->state = RS_AC_CLOSED;
-	mutex_unlock(&rf->ac_lock);
-	wake_up_all(&l->wait);
-	for (;;) {
-		bool closed = false, cqe = false;
-
-		ac = rs_backlog_pop(l, &closed, &cqe);
-		if (!ac)
-			break;
-		if (!closed)
-			rs_ac_abort(ac);
-		/* Nobody reads an AC file's chunks that nobody accepted. */
-		if (ac->af)
-			rs_acfile_drain(ac);
-		/*
-		 * Never the application's, but the chunks it received are in
-		 * the CQ under its id: a DISCARD CLOSED after them voids them,
-		 * and the id is free once it is in the CQ.
-		 */
-		if (cqe && ac->rx_chunks)
-			rs_ac_post_closed(ac, -ECONNABORTED, RDMASHARE_CQE_F_DISCARD, true);
-		else
-			rs_ac_del_from_file(ac);
-		rs_ac_put(ac);		/* the backlog's */
-	}
-}
 
 /*
  * CLOSE: of a listener, at once; of an open AC, queued as a message for the
@@ -1122,114 +715,6 @@ void rs_qp_stray(struct rs_qp *qp, u32 dst, u32 src, u32 error, bool own)
 }
 
 /*
- * A CONNECT for the listener @l: a new AC in its backlog, or the errno of
- * the REJECT to send.
- */
-static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
-			      const void *payload, struct rs_ac *l)
-{
-	struct rs_file *rf = l->rf;
-	int error = -ENOBUFS;
-	struct rs_ac *ac;
-
-	ac = rs_ac_alloc(rf, RS_AC_OPEN);
-	if (IS_ERR(ac))
-		return PTR_ERR(ac) == -EMFILE ? -ECONNREFUSED : -ENOBUFS;
-	/* What the listener was set to (RDMASHARE_IOC_AC_SET) passes on. */
-	rs_sched_entity_init(&ac->se, NULL, READ_ONCE(l->se.dn.weight), READ_ONCE(l->se.band));
-	ac->port = l->port;
-	ac->accepted = true;
-	ac->remote_id = m->src_conn;
-	if (qp->version >= 4 && m->conn.credits) {
-		/* Nobody else sees the AC yet. */
-		if (rs_ac_slots_room(ac, m->conn.credits))
-			goto out_discard;
-		rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
-	} else {
-		ac->send_credits = m->conn.credits;
-	}
-	ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
-	ac->peer_stride = m->conn.slot_size;
-	ac->peer_rkey = m->conn.rkey;
-	/* An AC file's chunks go to it from the first, before ACCEPT. */
-	if (l->files && rs_acfile_attach(ac))
-		goto out_discard;
-
-	mutex_lock(&rf->ac_lock);
-	if (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max) {
-		mutex_unlock(&rf->ac_lock);
-		error = -ECONNREFUSED;
-		goto out_discard;
-	}
-	mutex_unlock(&rf->ac_lock);
-	if (rs_ac_add_to_file(rf, ac)) {
-		error = -ECONNREFUSED;	/* the file is full, like its backlog */
-		goto out_discard;
-	}
-	if (rs_ac_add_conn(ac))
-		goto out_discard;
-	kref_get(&qp->ref);
-	error = rs_ac_pin(ac, qp, RS_CTRL_ACCEPT);
-	if (error) {
-		/* No slot for it, or the file is closing. */
-		if (error != -ENOBUFS)
-			error = -ECONNREFUSED;
-		rs_qp_put(qp);
-		goto out_discard;
-	}
-	mutex_lock(&rf->ac_lock);
-	if (l->state != RS_AC_LISTEN) {
-		/*
-		 * The listener closed meanwhile.  Its ACCEPT may have gone out:
-		 * a CLOSE for the peer's end if so, a REJECT if not.
-		 */
-		mutex_unlock(&rf->ac_lock);
-		rs_ac_abort(ac);
-		rs_ac_del_from_file(ac);
-		rs_ac_put(ac);
-		return -ECONNREFUSED;
-	}
-	kref_get(&ac->ref);		/* the backlog's */
-	list_add_tail(&ac->backlog_node, &l->backlog);
-	l->backlog_len++;
-	mutex_unlock(&rf->ac_lock);
-	wake_up_all(&l->wait);
-	trace_rdmashare_ac_open(ac);
-	rs_ac_put(ac);
-	return 0;
-
-out_discard:
-	rs_ac_discard(ac);
-	rs_ac_put(ac);
-	return error;
-}
-
-/*
- * A peer's CONNECT.  What it makes this host allocate is charged to the
- * memory cgroup of the listener's file, as if its owner had allocated it.
- */
-void rs_ac_peer_connect(struct rs_qp *qp, const struct rs_proto_msg *m, const void *payload)
-{
-	int error = -ECONNREFUSED;
-	struct mem_cgroup *old;
-	struct rs_ac *l;
-
-	xa_lock(&rs_ports);
-	l = xa_load(&rs_ports, m->conn.port);
-	if (l)
-		kref_get(&l->ref);
-	xa_unlock(&rs_ports);
-	if (l) {
-		old = set_active_memcg(l->rf->memcg);
-		error = rs_recv_connect_to(qp, m, payload, l);
-		set_active_memcg(old);
-		rs_ac_put(l);
-	}
-	if (error)
-		rs_qp_stray(qp, m->src_conn, 0, -error, false);
-}
-
-/*
  * The peer sends no more (its SHUTDOWN), and said so after its last chunk:
  * the AC's CLOSED completion, flagged HALF, follows the last RECV.  The AC
  * stays open for sending.
@@ -1252,61 +737,6 @@ void rs_ac_peer_shut(struct rs_ac *ac)
 	mutex_unlock(&rf->ac_lock);
 	if (post)
 		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
-}
-
-/* The peer's ACCEPT for @ac's CONNECT. */
-void rs_ac_peer_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
-		       const void *payload)
-{
-	bool opened;
-
-	/* No room for its grant: the AC closes, its peer's end below. */
-	if (qp->version >= 4 && m->conn.credits &&
-	    READ_ONCE(ac->state) == RS_AC_CONNECTING &&
-	    rs_ac_slots_room(ac, m->conn.credits))
-		rs_ac_do_close(ac, -ENOMEM, false);
-	spin_lock_irq(&qp->lock);
-	if (ac->state == RS_AC_CONNECTING) {
-		ac->remote_id = m->src_conn;
-		if (qp->version >= 4) {
-			rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
-			/* What the CONNECT did not grant. */
-			rs_ac_grant_soon(ac);
-		} else {
-			rs_ac_got_credits(ac, m->conn.credits);
-		}
-		ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
-		ac->peer_stride = m->conn.slot_size;
-		ac->peer_rkey = m->conn.rkey;
-	} else if (!ac->remote_id) {
-		/* Closed, and kept while the peer may fill its slots. */
-		ac->remote_id = m->src_conn;
-	}
-	spin_unlock_irq(&qp->lock);
-	mutex_lock(&ac->rf->ac_lock);
-	opened = ac->state == RS_AC_CONNECTING;
-	if (opened)
-		WRITE_ONCE(ac->state, RS_AC_OPEN);
-	mutex_unlock(&ac->rf->ac_lock);
-	wake_up_all(&ac->wait);
-	if (opened)
-		trace_rdmashare_ac_open(ac);
-	else
-		rs_ac_tell_closed(ac, false);	/* it closed first: so does the peer's end */
-}
-
-/* The peer's REJECT (@error) of @ac's CONNECT. */
-void rs_ac_peer_reject(struct rs_qp *qp, struct rs_ac *ac, u32 error)
-{
-	/* The peer never opened its end: nothing of it fills a slot. */
-	if (ac->remote_id)
-		return;
-	spin_lock_irq(&qp->lock);
-	ac->peer_closed = true;
-	spin_unlock_irq(&qp->lock);
-	if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
-		rs_ac_do_close(ac, rs_proto_reject_errno(error), false);
-	rs_ac_unquarantine(ac);
 }
 
 /* The peer's CLOSE of its end of @ac (not a HALF one: rs_ac_peer_shut()). */
@@ -1360,7 +790,7 @@ void rs_ac_close_tell(struct rs_ac *ac, int error, bool by_app)
 }
 
 /* @ac's quarantine is over: its id goes, and the quarantine's reference. */
-static void rs_ac_unquarantine(struct rs_ac *ac)
+void rs_ac_unquarantine(struct rs_ac *ac)
 {
 	if (!rs_rx_unquarantine(ac))
 		return;
@@ -1389,192 +819,9 @@ void rs_qp_quarantine_end(struct rs_qp *qp)
 }
 
 /* Close @ac because its file is going away: tell the peer, drop it. */
-static void rs_ac_abort(struct rs_ac *ac)
+void rs_ac_abort(struct rs_ac *ac)
 {
 	rs_ac_close_tell(ac, -ECONNABORTED, true);
-}
-
-/* The application's weight, on every QP where it has ACs and later ones. */
-static void rs_file_set_weight(struct rs_file *rf, u32 weight)
-{
-	struct rs_ac *ac;
-	u32 fid;
-
-	mutex_lock(&rf->ac_lock);
-	rf->sched_weight = weight;
-	mutex_unlock(&rf->ac_lock);
-	for (fid = 1; (ac = rs_actable_next(&rf->acs, &fid, rs_ac_get_any, NULL)); fid++) {
-		if (ac->qp) {
-			spin_lock_irq(&ac->qp->lock);
-			if (ac->group)
-				rs_sched_group_set_weight(&ac->group->g, weight);
-			spin_unlock_irq(&ac->qp->lock);
-		}
-		rs_ac_put(ac);
-	}
-}
-
-/* @s: the scheduler of the AC's QP (its lock held), or NULL before it has one. */
-static void rs_ac_set_sched(struct rs_ac *ac, struct rs_sched *s,
-			    const struct rdmashare_ac_set *a)
-{
-	if (a->flags & RDMASHARE_AC_SET_WEIGHT)
-		rs_sched_entity_set_weight(&ac->se, a->weight);
-	if (!(a->flags & RDMASHARE_AC_SET_BAND))
-		return;
-	if (s)
-		rs_sched_entity_set_band(s, &ac->se, a->band);
-	else
-		WRITE_ONCE(ac->se.band, a->band);
-}
-
-/* RDMASHARE_IOC_AC_SET's checks, for a file's AC or an AC file's. */
-int rs_ac_set_check(const struct rdmashare_ac_set *a)
-{
-	const u32 known = RDMASHARE_AC_SET_WEIGHT | RDMASHARE_AC_SET_BAND;
-
-	if (!a->flags || (a->flags & ~known) || a->resv)
-		return -EINVAL;
-	if ((a->flags & RDMASHARE_AC_SET_WEIGHT) &&
-	    (a->weight < RS_SCHED_WEIGHT_MIN || a->weight > RS_SCHED_WEIGHT_MAX))
-		return -EINVAL;
-	if (a->flags & RDMASHARE_AC_SET_BAND) {
-		if (a->band >= RS_SCHED_BANDS || a->ac == RDMASHARE_AC_FILE)
-			return -EINVAL;
-		if (a->band == RS_BAND_LATENCY && !capable(CAP_NET_ADMIN))
-			return -EPERM;
-	}
-	return 0;
-}
-
-/* RDMASHARE_IOC_AC_SET's change, checked, to @ac. */
-void rs_ac_set_one(struct rs_ac *ac, const struct rdmashare_ac_set *a)
-{
-	struct rs_qp *qp;
-
-	/* Pinned ACs change under the QP's lock; the others have no QP yet. */
-	qp = READ_ONCE(ac->qp);
-	if (qp) {
-		spin_lock_irq(&qp->lock);
-		rs_ac_set_sched(ac, &qp->sched, a);
-		spin_unlock_irq(&qp->lock);
-	} else {
-		rs_ac_set_sched(ac, NULL, a);
-	}
-}
-
-int rs_ac_set(struct rs_file *rf, struct rdmashare_ac_set *a)
-{
-	struct rs_ac *ac;
-	int ret;
-
-	ret = rs_ac_set_check(a);
-	if (ret)
-		return ret;
-	if (a->ac == RDMASHARE_AC_FILE) {
-		rs_file_set_weight(rf, a->weight);
-		return 0;
-	}
-
-	ac = rs_ac_lookup_user(rf, a->ac);
-	if (!ac)
-		return -ENOENT;
-	rs_ac_set_one(ac, a);
-	rs_ac_put(ac);
-	return 0;
-}
-
-/* RDMASHARE_IOC_AC_STATS: a snapshot, each side under its own lock. */
-int rs_ac_stats(struct rs_file *rf, struct rdmashare_ac_stats *st)
-{
-	struct rs_ac *ac;
-	int ret;
-
-	ret = rs_ac_stats_check(st);
-	if (ret)
-		return ret;
-	ac = rs_ac_lookup_user(rf, st->ac);
-	if (!ac)
-		return -ENOENT;
-	rs_ac_stats_one(ac, st);
-	rs_ac_put(ac);
-	return 0;
-}
-
-/* Reserved fields may carry input one day: zero now. */
-int rs_ac_stats_check(const struct rdmashare_ac_stats *st)
-{
-	if (st->flags || st->resv0 || st->resv1 || memchr_inv(st->resv, 0, sizeof(st->resv)))
-		return -EINVAL;
-	return 0;
-}
-
-/* The snapshot of @ac into @st, which gets its id in its file. */
-void rs_ac_stats_one(struct rs_ac *ac, struct rdmashare_ac_stats *st)
-{
-	struct rs_file *rf = ac->rf;
-	u32 size = st->size;
-	struct rs_qp *qp;
-
-	memset(st, 0, sizeof(*st));
-	st->size = size;
-	st->ac = ac->fid;
-	switch (READ_ONCE(ac->state)) {
-	case RS_AC_LISTEN:
-		st->state = RDMASHARE_AC_STATE_LISTEN;
-		break;
-	case RS_AC_OPEN:
-		st->state = RDMASHARE_AC_STATE_OPEN;
-		break;
-	default:
-		st->state = RDMASHARE_AC_STATE_CLOSED;
-		break;
-	}
-	st->port = ac->port;
-	qp = READ_ONCE(ac->qp);
-	if (qp) {
-		spin_lock_irq(&qp->lock);
-		st->weight = ac->se.dn.weight;
-		st->band = ac->se.band;
-		st->qp_num = qp->qp_num;
-		st->status = (ac->shut_queued ? RDMASHARE_AC_SHUT : 0) |
-			     (READ_ONCE(ac->peer_shut) ? RDMASHARE_AC_PEER_SHUT : 0) |
-			     (READ_ONCE(ac->peer_closed) ? RDMASHARE_AC_PEER_CLOSED : 0);
-		st->send_credits = ac->send_credits;
-		st->deficit = ac->se.dn.deficit;
-		st->queued_ops = rs_ac_queued(ac, &st->queued_bytes);
-		st->tx_msgs = ac->tx_msgs;
-		st->tx_bytes = ac->tx_bytes;
-		st->tx_chunks = ac->tx_chunks;
-		st->credit_stalls = ac->credit_stalls;
-		spin_unlock_irq(&qp->lock);
-	} else {
-		st->weight = READ_ONCE(ac->se.dn.weight);
-		st->band = READ_ONCE(ac->se.band);
-	}
-	spin_lock_irq(&rf->rx_lock);
-	st->rx_slots = ac->rx_reserved;
-	st->rx_msgs = ac->rx_msgs;
-	st->rx_bytes = ac->rx_bytes;
-	st->rx_chunks = ac->rx_chunks;
-	spin_unlock_irq(&rf->rx_lock);
-}
-
-/*
- * For root's debugfs listing: every listening port with its owner (the
- * user and the process that opened the file) and its backlog.
- */
-void rs_listeners_show(struct seq_file *m)
-{
-	unsigned long port;
-	struct rs_ac *l;
-
-	xa_lock(&rs_ports);
-	xa_for_each(&rs_ports, port, l)
-		seq_printf(m, "port %lu uid %u pid %d comm %s ac %u backlog %u/%u\n",
-			   port, rs_user_uid(l->rf->owner), l->rf->tgid, l->rf->comm, l->fid,
-			   READ_ONCE(l->backlog_len), l->backlog_max);
-	xa_unlock(&rs_ports);
 }
 
 /* The last close of the file: every AC closes but AC files' (which go on

@@ -1,6 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * rdmashare: non-blocking CONNECT of AC files.
+ * rdmashare: the connecting side of an AC: CONNECT, blocking or not, and
+ * the peer's answer to it (ACCEPT or REJECT).
+ *
+ * A blocking CONNECT (rs_ac_connect_once()) takes a shared QP to the peer,
+ * pins a new AC to it, queues the CONNECT message and waits for the answer,
+ * its timeout or a signal; a QP that went down before the peer answered is
+ * tried once more, with a new AC on a new QP.
  *
  * With RDMASHARE_CONNECT_NONBLOCK, CONNECT returns the AC file at once, in
  * the CONNECTING state, as connect(2) on a non-blocking socket returns
@@ -40,7 +46,9 @@
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 
+#include "ac.h"
 #include "acfile.h"
+#include "trace.h"
 #include "transport.h"
 
 /* Called with conn_lock held: @af no longer waits on its QP's queue. */
@@ -232,4 +240,260 @@ void rs_acfile_connect_stop(struct rs_ac *ac)
 	mutex_unlock(&af->conn_lock);
 	cancel_work_sync(&af->conn_work);
 	cancel_delayed_work_sync(&af->conn_timer);
+}
+
+static int rs_addr_from_user(const struct rdmashare_addr *a,
+			     struct sockaddr_storage *ss)
+{
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	if (!a->port || a->port > 65535)
+		return -EINVAL;
+	switch (a->family) {
+	case AF_INET:
+		if (memchr_inv(a->addr + 4, 0, sizeof(a->addr) - 4))
+			return -EINVAL;
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, a->addr, 4);
+		if (ipv4_is_zeronet(sin->sin_addr.s_addr) ||
+		    ipv4_is_multicast(sin->sin_addr.s_addr) ||
+		    ipv4_is_lbcast(sin->sin_addr.s_addr))
+			return -EINVAL;
+		return 0;
+	case AF_INET6:
+		sin6->sin6_family = AF_INET6;
+		memcpy(&sin6->sin6_addr, a->addr, 16);
+		if (ipv6_addr_any(&sin6->sin6_addr) ||
+		    ipv6_addr_is_multicast(&sin6->sin6_addr))
+			return -EINVAL;
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+/*
+ * The CONNECT that made @ac returns: true if the AC is open, and the
+ * application has its id from now on.  Until now nothing posted a CLOSED
+ * completion for it (rs_ac_do_close(), rs_ac_peer_shut()): a HALF one that
+ * came meanwhile is posted now, after the chunks before it.  If not open,
+ * that stays so: the CONNECT closes the AC and voids what it received.
+ */
+static bool rs_ac_connect_end(struct rs_ac *ac)
+{
+	struct rs_file *rf = ac->rf;
+	bool open, half;
+
+	mutex_lock(&rf->ac_lock);
+	open = ac->state == RS_AC_OPEN;
+	if (open)
+		ac->in_connect = false;
+	half = open && READ_ONCE(ac->peer_shut) && !ac->cqe_used;
+	if (half)
+		ac->cqe_used = true;
+	if (open && !ac->af)
+		WRITE_ONCE(ac->handed_out, true);
+	mutex_unlock(&rf->ac_lock);
+	if (half)
+		rs_ac_post_closed(ac, 0, RDMASHARE_CQE_F_HALF, false);
+	return open;
+}
+
+/*
+ * Called once @ac closed: whether a chunk for it reached its file's CQ.
+ * rs_ac_finish() set rx_done under the same lock: none comes after.
+ */
+static bool rs_ac_received(struct rs_ac *ac)
+{
+	bool got;
+
+	spin_lock_irq(&ac->rf->rx_lock);
+	got = ac->rx_chunks;
+	spin_unlock_irq(&ac->rf->rx_lock);
+	return got;
+}
+
+/*
+ * One attempt at a CONNECT.  *@retry says that the AC's QP went down before
+ * the peer answered, so that the peer never saw the AC or lost it with the
+ * QP (an idle peer may take its QP down as the CONNECT goes out): a new
+ * attempt builds a new QP.
+ */
+static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
+			      const struct sockaddr_storage *ss, unsigned long deadline,
+			      struct rs_acfile_res *res, bool *retry)
+{
+	struct rs_peer *peer;
+	struct rs_qp *qp;
+	struct rs_ac *ac;
+	long left;
+	int ret;
+
+	ac = rs_ac_new_conn(rf, c->peer.port, res, true);
+	if (IS_ERR(ac))
+		return PTR_ERR(ac);
+
+	mutex_lock(&rs_peers_lock);
+	peer = rs_peer_get((struct sockaddr *)ss);
+	mutex_unlock(&rs_peers_lock);
+	ret = -ENOMEM;
+	if (!peer)
+		goto out_discard;
+	qp = rs_qp_get_up(peer, max_t(long, deadline - jiffies, 1), &ret);
+	rs_peer_put(peer);
+	if (!qp)
+		goto out_discard;
+	ret = rs_ac_pin(ac, qp, RS_CTRL_CONNECT);
+	if (ret) {
+		rs_qp_unwait(qp);
+		rs_qp_put(qp);
+		*retry = ret == -ECONNRESET;
+		goto out_discard;
+	}
+	rs_qp_unwait(qp);
+
+	left = wait_event_interruptible_timeout(ac->wait,
+						READ_ONCE(ac->state) != RS_AC_CONNECTING,
+						max_t(long, deadline - jiffies, 1));
+	if (rs_ac_connect_end(ac)) {
+		c->ac = ac->fid;
+		if (!res) {
+			rs_ac_put(ac);
+			return 0;
+		}
+		ret = rs_acfile_bind(ac, res, &c->file);
+		if (!ret) {
+			rs_ac_put(ac);
+			return 0;
+		}
+		/* Opened, and closed again: nobody can have it. */
+		rs_acfile_drain(ac);
+		rs_ac_close_tell(ac, ret, true);
+		rs_ac_del_from_file(ac);
+		rs_ac_put(ac);
+		return ret;
+	}
+	ret = left < 0 ? -EINTR : !left ? -ETIMEDOUT : ac->error;
+	if (!rs_ac_do_close(ac, ret, true))
+		ret = ac->error;
+	/*
+	 * The peer's ACCEPT may have come just before the close: its end is
+	 * open and is told (a no-op if the peer never opened it, or closed
+	 * it), and what it sent went to a queue or the CQ, under an id the
+	 * application never learned.
+	 */
+	rs_ac_tell_closed(ac, false);
+	*retry = READ_ONCE(ac->qp_lost);
+	if (ac->af)
+		rs_acfile_drain(ac);
+	if (!ac->af && rs_ac_received(ac))
+		rs_ac_post_closed(ac, -ECONNABORTED, RDMASHARE_CQE_F_DISCARD, true);
+	else
+		rs_ac_del_from_file(ac);
+	rs_ac_put(ac);
+	return ret;
+
+out_discard:
+	rs_ac_discard(ac);
+	rs_ac_put(ac);
+	return ret;
+}
+
+int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf)
+{
+	struct rs_acfile_res res, *file = NULL;
+	unsigned long deadline, timeout;
+	struct sockaddr_storage ss;
+	bool retry = false;
+	int ret;
+
+	if ((c->flags & ~(RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_NONBLOCK)) || c->ac)
+		return -EINVAL;
+	/* Only an AC file can be had before the connection is made. */
+	if ((c->flags & RDMASHARE_CONNECT_NONBLOCK) && !(c->flags & RDMASHARE_CONNECT_FILE))
+		return -EINVAL;
+	ret = rs_addr_from_user(&c->peer, &ss);
+	if (ret)
+		return ret;
+	if (!rs_file_ready(rf))
+		return -EINVAL;
+	/* The AC file's send buffer and descriptor first: no AC to undo. */
+	if (c->flags & RDMASHARE_CONNECT_FILE) {
+		ret = rs_acfile_reserve(rf, &c->file, nf, &res);
+		if (ret)
+			return ret;
+		file = &res;
+	} else if (memchr_inv(&c->file, 0, sizeof(c->file))) {
+		return -EINVAL;
+	}
+	timeout = msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
+	deadline = jiffies + timeout;
+
+	if (c->flags & RDMASHARE_CONNECT_NONBLOCK)
+		ret = rs_ac_connect_nb(rf, c, &ss, timeout, file);
+	else
+		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
+	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {
+		retry = false;
+		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
+	}
+	if (ret && file)
+		rs_acfile_unreserve(rf, file);
+	return ret;
+}
+
+/* The peer's ACCEPT for @ac's CONNECT. */
+void rs_ac_peer_accept(struct rs_qp *qp, struct rs_ac *ac, const struct rs_proto_msg *m,
+		       const void *payload)
+{
+	bool opened;
+
+	/* No room for its grant: the AC closes, its peer's end below. */
+	if (qp->version >= 4 && m->conn.credits &&
+	    READ_ONCE(ac->state) == RS_AC_CONNECTING &&
+	    rs_ac_slots_room(ac, m->conn.credits))
+		rs_ac_do_close(ac, -ENOMEM, false);
+	spin_lock_irq(&qp->lock);
+	if (ac->state == RS_AC_CONNECTING) {
+		ac->remote_id = m->src_conn;
+		if (qp->version >= 4) {
+			rs_ac_got_slots(ac, payload + RS_CONN_PARAMS_LEN, m->conn.credits);
+			/* What the CONNECT did not grant. */
+			rs_ac_grant_soon(ac);
+		} else {
+			rs_ac_got_credits(ac, m->conn.credits);
+		}
+		ac->peer_slot_size = min_t(u32, m->conn.slot_size, rs_chunk_size);
+		ac->peer_stride = m->conn.slot_size;
+		ac->peer_rkey = m->conn.rkey;
+	} else if (!ac->remote_id) {
+		/* Closed, and kept while the peer may fill its slots. */
+		ac->remote_id = m->src_conn;
+	}
+	spin_unlock_irq(&qp->lock);
+	mutex_lock(&ac->rf->ac_lock);
+	opened = ac->state == RS_AC_CONNECTING;
+	if (opened)
+		WRITE_ONCE(ac->state, RS_AC_OPEN);
+	mutex_unlock(&ac->rf->ac_lock);
+	wake_up_all(&ac->wait);
+	if (opened)
+		trace_rdmashare_ac_open(ac);
+	else
+		rs_ac_tell_closed(ac, false);	/* it closed first: so does the peer's end */
+}
+
+/* The peer's REJECT (@error) of @ac's CONNECT. */
+void rs_ac_peer_reject(struct rs_qp *qp, struct rs_ac *ac, u32 error)
+{
+	/* The peer never opened its end: nothing of it fills a slot. */
+	if (ac->remote_id)
+		return;
+	spin_lock_irq(&qp->lock);
+	ac->peer_closed = true;
+	spin_unlock_irq(&qp->lock);
+	if (READ_ONCE(ac->state) == RS_AC_CONNECTING)
+		rs_ac_do_close(ac, rs_proto_reject_errno(error), false);
+	rs_ac_unquarantine(ac);
 }
