@@ -419,6 +419,19 @@ static int rs_acfile_lock(struct mutex *lock, unsigned int how)
 	return mutex_lock_interruptible(lock) ? -ERESTARTSYS : 0;
 }
 
+/* A timeout of SO_RCVTIMEO's or SO_SNDTIMEO's, in jiffies: 0 is none. */
+long rs_acfile_timeo(u64 us)
+{
+	u32 rem;
+	u64 secs;
+
+	secs = div_u64_rem(us, USEC_PER_SEC, &rem);
+	/* As sock_set_timeout(): longer than can be waited is for good. */
+	if (!us || secs >= MAX_SCHEDULE_TIMEOUT / HZ - 1)
+		return MAX_SCHEDULE_TIMEOUT;
+	return secs * HZ + usecs_to_jiffies(rem);
+}
+
 /* Count @n bytes of @i for the AC's peer and device. */
 static void rs_acfile_count(struct rs_ac *ac, enum rs_stat i, u64 n)
 {
@@ -467,7 +480,8 @@ static bool rs_acfile_peekable(struct rs_ac *ac, size_t want)
  * MSG_PEEK: once something waits (with MSG_WAITALL, all that is asked for,
  * unless the stream ends first), copy it and leave it.
  */
-static ssize_t rs_acfile_peek(struct rs_ac *ac, struct iov_iter *to, unsigned int how)
+static ssize_t rs_acfile_peek(struct rs_ac *ac, struct iov_iter *to, unsigned int how,
+			      long *timeo)
 {
 	size_t want = how & RS_IO_WAITALL ? iov_iter_count(to) : 1;
 	bool fault = false;
@@ -485,7 +499,7 @@ static ssize_t rs_acfile_peek(struct rs_ac *ac, struct iov_iter *to, unsigned in
 				break;
 			return -EAGAIN;
 		}
-		ret = wait_event_interruptible(ac->wait, rs_acfile_peekable(ac, want));
+		ret = rs_acfile_wait(ac, rs_acfile_peekable(ac, want), timeo);
 		if (ret)
 			return ret;
 	}
@@ -519,6 +533,7 @@ static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned in
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
 	u32 idx, have, take, conn;
+	long timeo = rs_acfile_timeo(READ_ONCE(af->rcvtimeo_us));
 	size_t done = 0, copied;
 	bool empty, gone, sunk = false;
 	ssize_t ret = 0;
@@ -530,7 +545,7 @@ static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned in
 	if (ret)
 		return ret;
 	if (how & RS_IO_PEEK) {
-		ret = rs_acfile_peek(ac, to, how);
+		ret = rs_acfile_peek(ac, to, how, &timeo);
 		if (ret > 0)
 			rs_acfile_count(ac, RS_STAT_READ_COPIED, ret);
 		goto out;
@@ -556,13 +571,13 @@ static ssize_t rs_acfile_recv(struct rs_ac *ac, struct iov_iter *to, unsigned in
 			if (!sunk && rs_acfile_sink_wanted(ac, to, how)) {
 				/* Written into @to, or not: then as before. */
 				sunk = true;
-				ret = rs_sink_read(ac, to);
+				ret = rs_sink_read(ac, to, &timeo);
 				if (ret < 0)
 					break;
 				done += ret;
 				continue;
 			}
-			ret = wait_event_interruptible(ac->wait, rs_acfile_readable(ac));
+			ret = rs_acfile_wait(ac, rs_acfile_readable(ac), &timeo);
 			if (ret)
 				break;
 			continue;
@@ -982,6 +997,7 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 {
 	struct rs_acfile *af = ac->af;
 	struct rs_file *rf = ac->rf;
+	long timeo = rs_acfile_timeo(READ_ONCE(af->sndtimeo_us));
 	struct rs_zc *zc_list = NULL;
 	size_t done = 0, copied;
 	u32 used, take, start, zc_last = 0;
@@ -1039,7 +1055,7 @@ static ssize_t rs_acfile_send(struct rs_ac *ac, struct iov_iter *from, unsigned 
 			 * lock too).  Another writer may go first meanwhile.
 			 */
 			mutex_unlock(&af->write_lock);
-			ret = wait_event_interruptible(ac->wait, rs_acfile_writable(ac));
+			ret = rs_acfile_wait(ac, rs_acfile_writable(ac), &timeo);
 			if (!ret && mutex_lock_interruptible(&af->write_lock))
 				ret = -ERESTARTSYS;
 			if (ret)
@@ -1356,12 +1372,18 @@ static int rs_acfile_info(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 	fi->tx_bytes = rs_acfile_tx_bytes(ac);
 	fi->sndbuf = READ_ONCE(af->sndbuf_len);
 	fi->cork = READ_ONCE(af->cork_on);
+	fi->rcvtimeo_us = READ_ONCE(af->rcvtimeo_us);
+	fi->sndtimeo_us = READ_ONCE(af->sndtimeo_us);
 	return 0;
 }
 
+#define RS_FILE_SET_KNOWN	(RDMASHARE_FILE_SET_SNDBUF | RDMASHARE_FILE_SET_CORK | \
+				 RDMASHARE_FILE_SET_RCVTIMEO | RDMASHARE_FILE_SET_SNDTIMEO)
+
 /*
  * RDMASHARE_IOC_FILE_SET: SO_SNDBUF (a buffer of that size, which stays;
- * the old size if the file area has no room) and TCP_CORK.
+ * the old size if the file area has no room), TCP_CORK, SO_RCVTIMEO and
+ * SO_SNDTIMEO.
  */
 static int rs_acfile_file_set(struct file *filp, union rs_ioctl_buf *buf,
 			      struct rs_new_file *nf)
@@ -1372,8 +1394,7 @@ static int rs_acfile_file_set(struct file *filp, union rs_ioctl_buf *buf,
 	u64 len;
 	int ret = 0;
 
-	if (!fs->flags || (fs->flags & ~(RDMASHARE_FILE_SET_SNDBUF | RDMASHARE_FILE_SET_CORK)) ||
-	    fs->resv)
+	if (!fs->flags || (fs->flags & ~RS_FILE_SET_KNOWN) || fs->resv)
 		return -EINVAL;
 	if ((fs->flags & RDMASHARE_FILE_SET_CORK) && fs->cork > 1)
 		return -EINVAL;
@@ -1397,6 +1418,11 @@ static int rs_acfile_file_set(struct file *filp, union rs_ioctl_buf *buf,
 		if (!fs->cork)
 			ret = rs_acfile_push(ac);
 	}
+	/* For the next read or write: one waiting now keeps its own. */
+	if (!ret && (fs->flags & RDMASHARE_FILE_SET_RCVTIMEO))
+		WRITE_ONCE(af->rcvtimeo_us, fs->rcvtimeo_us);
+	if (!ret && (fs->flags & RDMASHARE_FILE_SET_SNDTIMEO))
+		WRITE_ONCE(af->sndtimeo_us, fs->sndtimeo_us);
 	mutex_unlock(&af->write_lock);
 	return ret;
 }

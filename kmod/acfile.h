@@ -58,6 +58,9 @@ struct rdmashare_file_params;
  * @released: the AC file's last descriptor is gone
  * @sndbuf_set: SO_SNDBUF named its size: it no longer grows (@write_lock)
  * @cork_on: TCP_CORK: every write is held back as with MSG_MORE
+ * @rcvtimeo_us: SO_RCVTIMEO: how long a blocking read waits, 0: for as
+ *	long as it takes
+ * @sndtimeo_us: SO_SNDTIMEO: the same for a write waiting for room
  * @old_page: the send buffer before the last change of size, while
  *	writes queued before it may still send from it
  * @old_pages: its pages, 0 once it went back
@@ -109,6 +112,8 @@ struct rs_acfile {
 	bool released;
 	bool sndbuf_set;
 	bool cork_on;
+	u64 rcvtimeo_us;
+	u64 sndtimeo_us;
 	u32 old_page;
 	u32 old_pages;
 	u32 old_until;
@@ -168,5 +173,22 @@ int rs_ac_connect_nb(struct rs_file *rf, struct rdmashare_connect *c,
 		     const struct sockaddr_storage *ss, unsigned long timeout,
 		     struct rs_acfile_res *res);
 void rs_acfile_connect_stop(struct rs_ac *ac);
+
+/*
+ * Wait on @ac's queue for @cond, at most *@timeo jiffies (SO_RCVTIMEO,
+ * SO_SNDTIMEO), which keeps what is left: 0 once @cond holds, -EAGAIN
+ * when the time ran out (as a socket's), -ERESTARTSYS for a signal.
+ */
+#define rs_acfile_wait(ac, cond, timeo)					\
+({									\
+	long *__timeo = (timeo);					\
+	long __left = wait_event_interruptible_timeout((ac)->wait, cond, *__timeo); \
+									\
+	if (__left > 0)							\
+		*__timeo = __left;					\
+	__left > 0 ? 0 : __left ? (int)__left : -EAGAIN;		\
+})
+
+long rs_acfile_timeo(u64 us);
 
 #endif /* _RDMASHARE_ACFILE_H */

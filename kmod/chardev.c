@@ -41,7 +41,8 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 		      RDMASHARE_FEAT_SQ_WAKEUP | RDMASHARE_FEAT_CQ_OVERFLOW |
 		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES |
 		      RDMASHARE_FEAT_LISTEN_FD | RDMASHARE_FEAT_CONNECT_NONBLOCK |
-		      RDMASHARE_FEAT_MSG | RDMASHARE_FEAT_FILE_SET;
+		      RDMASHARE_FEAT_MSG | RDMASHARE_FEAT_FILE_SET |
+		      RDMASHARE_FEAT_FILE_TIMEO;
 	return 0;
 }
 
@@ -252,7 +253,10 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_ac_set) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_shutdown) != 8);
-	BUILD_BUG_ON(sizeof(struct rdmashare_file_info) != 88);
+	BUILD_BUG_ON(sizeof(struct rdmashare_file_info) != 104);
+	BUILD_BUG_ON(offsetof(struct rdmashare_file_info, rcvtimeo_us) != 88);
+	BUILD_BUG_ON(sizeof(struct rdmashare_file_set) != 40);
+	BUILD_BUG_ON(offsetof(struct rdmashare_file_set, rcvtimeo_us) != 24);
 	BUILD_BUG_ON(offsetof(struct rdmashare_file_info, local) != 16);
 	BUILD_BUG_ON(offsetof(struct rdmashare_file_info, rx_bytes) != 64);
 	BUILD_BUG_ON(RDMASHARE_BAND_LATENCY != RS_BAND_LATENCY);

@@ -248,13 +248,15 @@ static bool rs_sink_offer(struct rs_ac *ac, struct rs_sink *s)
  * rs_sink_read() - read into the reader's own pages (see above)
  * @ac: an AC file's AC, open, with nothing to read; its read lock held
  * @to: the read's buffer, user memory of at least zcopy_min bytes
+ * @timeo: how long the read may still wait (SO_RCVTIMEO), in jiffies; keeps
+ *	what is left
  *
  * Return: the bytes the peer wrote into @to (advanced past them); 0 if it
  * wrote none (declined, or the buffer could not be offered): the caller
  * reads as before; -ERESTARTSYS for a signal that came before any byte,
- * -EINTR for a fatal one.
+ * -EAGAIN if the time ran out first, -EINTR for a fatal signal.
  */
-ssize_t rs_sink_read(struct rs_ac *ac, struct iov_iter *to)
+ssize_t rs_sink_read(struct rs_ac *ac, struct iov_iter *to, long *timeo)
 {
 	struct iovec seg = rs_iter_user_seg(to);
 	struct rs_acfile *af = ac->af;
@@ -274,7 +276,8 @@ ssize_t rs_sink_read(struct rs_ac *ac, struct iov_iter *to)
 		rs_sink_put(s);
 		return 0;
 	}
-	ret = wait_event_interruptible(ac->wait, rs_sink_wait_first(ac, s));
+	/* A signal or the timeout: the peer is asked for the sink back. */
+	ret = rs_acfile_wait(ac, rs_sink_wait_first(ac, s), timeo);
 	if (!rs_sink_over(ac, s)) {
 		rs_sink_cancel(ac, s);
 		if (wait_event_killable(ac->wait, rs_sink_over(ac, s))) {

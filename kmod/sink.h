@@ -44,7 +44,7 @@ struct rs_sink {
 	bool orphan;
 };
 
-ssize_t rs_sink_read(struct rs_ac *ac, struct iov_iter *to);
+ssize_t rs_sink_read(struct rs_ac *ac, struct iov_iter *to, long *timeo);
 void rs_sink_put(struct rs_sink *s);
 void rs_sink_ac_free(struct rs_ac *ac);
 void rs_sink_offer_params(const struct rs_sink *s, struct rs_proto_msg *m);

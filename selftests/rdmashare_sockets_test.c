@@ -24,6 +24,12 @@
  *  - lib_sndbuf_cork: rdmashare_file_set_sndbuf() in pages, larger, smaller,
  *    beyond the file area (the size stays); rdmashare_file_set_cork()
  *    holding writes until taken off; FILE_INFO reads both back.
+ *  - lib_timeouts: rdmashare_file_set_timeout(): a read (read(2), a peek,
+ *    MSG_WAITALL with part of it there, one into the reader's own pages)
+ *    returns what it has or EAGAIN once SO_RCVTIMEO ran out, and the
+ *    stream after the taken-back offer is whole; a write with no room
+ *    fails with EAGAIN after SO_SNDTIMEO; FILE_INFO reads them back; bad
+ *    arguments.
  *  - stream_1gib: 1 GiB through a pair of AC files, every byte checked
  *    against the pattern at its offset (64 MiB on a kernel with kmemleak,
  *    the debug kernel, where 1 GiB would take minutes).
@@ -37,7 +43,9 @@
  *    thread); shutdown(SHUT_RD) ending a waiting recv() and later ones,
  *    then SHUT_RDWR; MSG_OOB refused with EOPNOTSUPP; setsockopt()'s
  *    SO_SNDBUF doubled as Linux's and read back by getsockopt(), TCP_CORK
- *    holding sends until taken off.
+ *    holding sends until taken off; SO_RCVTIMEO ending a recv() with
+ *    EAGAIN, read back, a bad one refused, and SO_RCVTIMEO of a listener
+ *    and SO_SNDTIMEO set before connect() carried over to the AC files.
  */
 #include <arpa/inet.h>
 #include <libgen.h>
@@ -500,6 +508,93 @@ TEST_F_TIMEOUT(sk, stream_1gib, 600)
 	EXPECT_EQ(0, bad);
 }
 
+#define TIMEO_US	300000
+
+/* Seconds the call @expr took; its result in @ret. */
+#define TIMED(ret, expr) ({ double __t = rs_now(); ret = (expr); rs_now() - __t; })
+
+/*
+ * The receive and send timeouts (SO_RCVTIMEO, SO_SNDTIMEO): a read with
+ * nothing, a peek, one that waits for all and gets part, one into the
+ * reader's own pages (whose offer is taken back: the stream after it is
+ * whole), a write that finds no room; FILE_INFO reads them back; bad ones.
+ */
+TEST_F_TIMEOUT(sk, lib_timeouts, 120)
+{
+	struct gib_writer w = { .fd = self->cfd, .total = 512 << 10 };
+	struct rdmashare_file_set fs = { .size = sizeof(fs), .flags = 1U << 4 };
+	static unsigned char big[512 << 10];
+	struct rdmashare_file_info fi;
+	unsigned long long i, sent;
+	pthread_t th;
+	ssize_t n;
+	double t;
+	char b[8];
+
+	ASSERT_EQ(0, rdmashare_file_info(self->sfd, &fi, 0));
+	EXPECT_EQ(0, fi.rcvtimeo_us);
+	EXPECT_EQ(0, fi.sndtimeo_us);
+	ASSERT_EQ(0, rdmashare_file_set_timeout(self->sfd, SO_RCVTIMEO, TIMEO_US));
+	ASSERT_EQ(0, rdmashare_file_info(self->sfd, &fi, 0));
+	EXPECT_EQ(TIMEO_US, fi.rcvtimeo_us);
+	EXPECT_EQ(0, fi.sndtimeo_us);
+	/* Nothing comes: EAGAIN once the time ran out, not before. */
+	t = TIMED(n, rdmashare_file_recv(self->sfd, b, 1, 0));
+	EXPECT_EQ(-EAGAIN, n);
+	EXPECT_LE(0.25, t);
+	EXPECT_GT(5.0, t);
+	t = TIMED(n, read(self->sfd, b, 1));
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_LE(0.25, t);
+	t = TIMED(n, rdmashare_file_recv(self->sfd, b, 1, MSG_PEEK));
+	EXPECT_EQ(-EAGAIN, n);
+	EXPECT_LE(0.25, t);
+	/* Part of what MSG_WAITALL asked for: that part. */
+	ASSERT_EQ(2, rdmashare_file_send(self->cfd, "ab", 2, 0));
+	t = TIMED(n, rdmashare_file_recv(self->sfd, b, 4, MSG_WAITALL));
+	EXPECT_EQ(2, n);
+	EXPECT_LE(0.25, t);
+	EXPECT_EQ(0, memcmp(b, "ab", 2));
+	/* A read of zcopy_min bytes or more offers its pages, then takes them back. */
+	t = TIMED(n, read(self->sfd, big, sizeof(big)));
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_LE(0.25, t);
+	ASSERT_EQ(0, rdmashare_file_set_timeout(self->sfd, SO_RCVTIMEO, 0));
+	ASSERT_EQ(0, pthread_create(&th, NULL, gib_write, &w));
+	ASSERT_EQ(sizeof(big), read_n(self->sfd, big, sizeof(big)));
+	pthread_join(th, NULL);
+	ASSERT_EQ(0, w.err);
+	for (i = 0; i < sizeof(big); i++)
+		if (big[i] != pat(i))
+			break;
+	EXPECT_EQ(sizeof(big), i);
+
+	/* Writes while nobody reads: the peer's slots, the send buffer, then EAGAIN. */
+	ASSERT_EQ(0, rdmashare_file_set_timeout(self->cfd, SO_SNDTIMEO, TIMEO_US));
+	ASSERT_EQ(0, rdmashare_file_info(self->cfd, &fi, 0));
+	EXPECT_EQ(TIMEO_US, fi.sndtimeo_us);
+	for (sent = 0, n = 0, t = 0; sent < (256ULL << 20); sent += n) {
+		t = TIMED(n, write(self->cfd, big, 64 << 10));
+		if (n < (64 << 10))
+			break;
+	}
+	TH_LOG("%llu KiB written before the write that waited %.2f s", sent >> 10, t);
+	EXPECT_EQ(-1, n);
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_LE(0.25, t);
+
+	EXPECT_EQ(-EINVAL, rdmashare_file_set_timeout(self->cfd, SO_KEEPALIVE, 1));
+	EXPECT_EQ(-ENOTTY, rdmashare_file_set_timeout(self->lfd, SO_RCVTIMEO, 1));
+	EXPECT_EQ(-1, ioctl(self->cfd, RDMASHARE_IOC_FILE_SET, &fs));
+	EXPECT_EQ(EINVAL, errno);
+	/* Longer than can be waited: none, read back as given. */
+	ASSERT_EQ(0, rdmashare_file_set_timeout(self->cfd, SO_RCVTIMEO, UINT64_MAX));
+	ASSERT_EQ(0, rdmashare_file_info(self->cfd, &fi, 0));
+	EXPECT_EQ(UINT64_MAX, fi.rcvtimeo_us);
+}
+
 /*
  * Preloaded: this program again, with librdmashare-preload.so and
  * RS_PRELOADED naming a case, which the constructor below runs in place of
@@ -738,6 +833,55 @@ static int pre_opts_before_connect(int c0, int s0)
 	return 0;
 }
 
+/*
+ * SO_RCVTIMEO on an AC file: recv() fails with EAGAIN once it ran out, and
+ * getsockopt() reads it back; a bad tv_usec fails with EDOM.  Given to a
+ * listener, SO_RCVTIMEO, and to a socket before connect(), SO_SNDTIMEO,
+ * carry over to the AC files, as TCP's.
+ */
+static int pre_timeouts(int c0, int s)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PRE_PORT + 41) };
+	struct timeval tv = { .tv_usec = TIMEO_US }, got;
+	socklen_t len = sizeof(got);
+	int on = 1, l, c, a;
+	double t;
+	ssize_t n;
+	char b;
+
+	PRE_CHECK(!setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	PRE_CHECK(!getsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
+	PRE_CHECK(len == sizeof(got) && !got.tv_sec && got.tv_usec == TIMEO_US);
+	t = TIMED(n, recv(s, &b, 1, 0));
+	PRE_CHECK(n == -1 && errno == EAGAIN && t >= 0.25);
+	tv.tv_usec = 1000000;
+	PRE_CHECK(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == -1 && errno == EDOM);
+	PRE_CHECK(setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, 4) == -1 && errno == EINVAL);
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	tv = (struct timeval){ .tv_sec = 2, .tv_usec = 5 };
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	PRE_CHECK(l >= 0);
+	PRE_CHECK(!setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)));
+	PRE_CHECK(!setsockopt(l, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+	PRE_CHECK(!bind(l, (struct sockaddr *)&sin, sizeof(sin)));
+	PRE_CHECK(!listen(l, 4));
+	c = socket(AF_INET, SOCK_STREAM, 0);
+	PRE_CHECK(c >= 0);
+	PRE_CHECK(!setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+	PRE_CHECK(!connect(c, (struct sockaddr *)&sin, sizeof(sin)));
+	a = accept(l, NULL, NULL);
+	PRE_CHECK(a >= 0);
+	PRE_CHECK(is_ac_file(c) && is_ac_file(a));
+	PRE_CHECK(!getsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
+	PRE_CHECK(got.tv_sec == 2 && got.tv_usec == 5);
+	PRE_CHECK(!getsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &got, &len));
+	PRE_CHECK(got.tv_sec == 2 && got.tv_usec == 5);
+	PRE_CHECK(!getsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &got, &len));
+	PRE_CHECK(!got.tv_sec && !got.tv_usec);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int c, int s);
@@ -749,6 +893,7 @@ static const struct {
 	{ "bad_flags", pre_bad_flags },
 	{ "sndbuf_cork", pre_sndbuf_cork },
 	{ "opts_before_connect", pre_opts_before_connect },
+	{ "timeouts", pre_timeouts },
 };
 
 __attribute__((constructor)) static void pre_main(void)
@@ -810,6 +955,7 @@ FIXTURE_VARIANT_ADD(preloaded, shut_rd) { .name = "shut_rd" };
 FIXTURE_VARIANT_ADD(preloaded, bad_flags) { .name = "bad_flags" };
 FIXTURE_VARIANT_ADD(preloaded, sndbuf_cork) { .name = "sndbuf_cork" };
 FIXTURE_VARIANT_ADD(preloaded, opts_before_connect) { .name = "opts_before_connect" };
+FIXTURE_VARIANT_ADD(preloaded, timeouts) { .name = "timeouts" };
 
 FIXTURE_SETUP(preloaded)
 {

@@ -6,8 +6,8 @@
  * not a socket: send(2), recv(2) and shutdown(2) fail on it with ENOTSOCK.
  * These are their counterparts, over RDMASHARE_IOC_SENDMSG, RECVMSG and
  * SHUTDOWN, with the MSG_* flags and the how of the socket calls; and the
- * socket options that mean something to an AC file, SO_SNDBUF and
- * TCP_CORK, over RDMASHARE_IOC_FILE_SET.
+ * socket options that mean something to an AC file, SO_SNDBUF, TCP_CORK,
+ * SO_RCVTIMEO and SO_SNDTIMEO, over RDMASHARE_IOC_FILE_SET.
  */
 #include <errno.h>
 #include <limits.h>
@@ -85,5 +85,21 @@ int rdmashare_file_set_cork(int fd, int on)
 		.size = sizeof(fs), .flags = RDMASHARE_FILE_SET_CORK, .cork = !!on,
 	};
 
+	return ioctl(fd, RDMASHARE_IOC_FILE_SET, &fs) < 0 ? -errno : 0;
+}
+
+int rdmashare_file_set_timeout(int fd, int which, uint64_t usecs)
+{
+	struct rdmashare_file_set fs = { .size = sizeof(fs) };
+
+	if (which == SO_RCVTIMEO) {
+		fs.flags = RDMASHARE_FILE_SET_RCVTIMEO;
+		fs.rcvtimeo_us = usecs;
+	} else if (which == SO_SNDTIMEO) {
+		fs.flags = RDMASHARE_FILE_SET_SNDTIMEO;
+		fs.sndtimeo_us = usecs;
+	} else {
+		return -EINVAL;
+	}
 	return ioctl(fd, RDMASHARE_IOC_FILE_SET, &fs) < 0 ? -errno : 0;
 }

@@ -9,6 +9,7 @@
 #define LIBRDMASHARE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -568,6 +569,23 @@ int rdmashare_file_set_sndbuf(int fd, unsigned int bytes);
  * RDMASHARE_FEAT_FILE_SET), the AC's error, ...
  */
 int rdmashare_file_set_cork(int fd, int on);
+
+/**
+ * rdmashare_file_set_timeout() - how long an AC file's blocking reads or
+ *	writes wait (SO_RCVTIMEO, SO_SNDTIMEO)
+ * @fd: an AC file
+ * @which: SO_RCVTIMEO: reads waiting for bytes; SO_SNDTIMEO: writes waiting
+ *	for room in the send buffer
+ * @usecs: microseconds; 0: for as long as it takes (the default)
+ *
+ * A read or write that waited that long returns the bytes it moved, or
+ * fails with EAGAIN if none, as a socket's (RDMASHARE_FEAT_FILE_TIMEO).
+ * rdmashare_file_info()'s rcvtimeo_us and sndtimeo_us tell them.
+ *
+ * Return: 0, or -EINVAL (@which), -ENOTTY (not an AC file), -EINVAL from a
+ * module without RDMASHARE_FEAT_FILE_TIMEO, ...
+ */
+int rdmashare_file_set_timeout(int fd, int which, uint64_t usecs);
 
 #ifdef __cplusplus
 }

@@ -57,6 +57,7 @@ enum {
 #define RDMASHARE_FEAT_CONNECT_NONBLOCK	(1ULL << 12)	/* and FILE_INFO */
 #define RDMASHARE_FEAT_MSG		(1ULL << 13)	/* SENDMSG, RECVMSG, SHUTDOWN_RD */
 #define RDMASHARE_FEAT_FILE_SET		(1ULL << 14)	/* FILE_SET, growing send buffers */
+#define RDMASHARE_FEAT_FILE_TIMEO	(1ULL << 15)	/* FILE_SET's timeouts */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -494,6 +495,9 @@ struct rdmashare_connect {
  * @sndbuf: out: the send buffer's size now (SO_SNDBUF)
  * @cork: out: 1 while RDMASHARE_FILE_SET's cork holds writes (TCP_CORK)
  * @resv: must be 0
+ * @rcvtimeo_us: out: RDMASHARE_FILE_SET's receive timeout (SO_RCVTIMEO),
+ *	0 for none (RDMASHARE_FEAT_FILE_TIMEO)
+ * @sndtimeo_us: out: its send timeout (SO_SNDTIMEO), 0 for none
  */
 struct rdmashare_file_info {
 	__u32 size;
@@ -507,6 +511,8 @@ struct rdmashare_file_info {
 	__u32 sndbuf;
 	__u32 cork;
 	__aligned_u64 resv;
+	__aligned_u64 rcvtimeo_us;
+	__aligned_u64 sndtimeo_us;
 };
 
 #define RDMASHARE_IOC_FILE_INFO	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_FILE_INFO)
@@ -732,6 +738,8 @@ struct rdmashare_msg {
 /* RDMASHARE_IOC_FILE_SET flags: which fields to apply (at least one) */
 #define RDMASHARE_FILE_SET_SNDBUF	(1U << 0)
 #define RDMASHARE_FILE_SET_CORK		(1U << 1)
+#define RDMASHARE_FILE_SET_RCVTIMEO	(1U << 2)	/* RDMASHARE_FEAT_FILE_TIMEO */
+#define RDMASHARE_FILE_SET_SNDTIMEO	(1U << 3)	/* RDMASHARE_FEAT_FILE_TIMEO */
 
 /**
  * struct rdmashare_file_set - RDMASHARE_IOC_FILE_SET, on an AC file: the
@@ -747,6 +755,12 @@ struct rdmashare_msg {
  * @cork: with RDMASHARE_FILE_SET_CORK, 1: every write is held back as
  *	with MSG_MORE (TCP_CORK), 200 ms at most; 0: what is held goes now
  * @resv: must be 0
+ * @rcvtimeo_us: with RDMASHARE_FILE_SET_RCVTIMEO, how long a blocking read
+ *	waits for bytes (SO_RCVTIMEO): then it returns those it read, or
+ *	fails with EAGAIN if none; 0: for as long as it takes.  A timeout
+ *	longer than the kernel can wait is none.
+ * @sndtimeo_us: with RDMASHARE_FILE_SET_SNDTIMEO, the same for a blocking
+ *	write waiting for room in the send buffer (SO_SNDTIMEO)
  *
  * Errors: EINVAL (flags, resv, cork not 0 or 1, sndbuf 0), EBUSY (the
  * buffer is being changed already: its old one still has writes in
@@ -758,6 +772,8 @@ struct rdmashare_file_set {
 	__u32 sndbuf;
 	__u32 cork;
 	__aligned_u64 resv;
+	__aligned_u64 rcvtimeo_us;
+	__aligned_u64 sndtimeo_us;
 };
 
 #define RDMASHARE_IOC_FILE_SET	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_FILE_SET)

@@ -28,10 +28,12 @@
  *   answered here: send, recv and their kin as RDMASHARE_IOC_SENDMSG and
  *   RECVMSG, which take their flags (write and read on an older module,
  *   which cannot peek), getsockopt (SO_ERROR from RDMASHARE_IOC_FILE_INFO,
- *   SO_SNDBUF and TCP_CORK from it too, TCP_NODELAY and the like as TCP
- *   would answer), setsockopt (SO_SNDBUF and TCP_CORK through
- *   RDMASHARE_IOC_FILE_SET, others accepted where harmless, ENOPROTOOPT
- *   otherwise), getsockname, getpeername and shutdown.
+ *   SO_SNDBUF, TCP_CORK, SO_RCVTIMEO and SO_SNDTIMEO from it too,
+ *   TCP_NODELAY and the like as TCP would answer), setsockopt (SO_SNDBUF,
+ *   TCP_CORK and the timeouts through RDMASHARE_IOC_FILE_SET, others
+ *   accepted where harmless, ENOPROTOOPT otherwise), getsockname,
+ *   getpeername and shutdown.  The timeouts set on a socket before it
+ *   became an AC file, or on its listener, pass on to it.
  *
  * Policy, from the environment (or /etc/rdmashare/preload.conf, KEY=VALUE
  * lines, which the environment overrides): RDMASHARE_PORTS (ports and
@@ -162,6 +164,7 @@ static void say(const char *fmt, ...)
 }
 
 static void opts_apply(int fd, const struct rsp_fd *from);
+static void timeo_copy(int tcp, int fd);
 
 static struct rsp_fd *rsp(int fd)
 {
@@ -458,6 +461,7 @@ static int rdma_connect(int fd, const struct sockaddr *sa)
 	}
 	if (tries == 2)
 		return err;
+	timeo_copy(fd, c.file.fd);
 	if (real.dup3(c.file.fd, fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0) {
 		err = -errno;
 		real.close(c.file.fd);
@@ -655,6 +659,7 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 					if (rsp(n))
 						rsp(n)->v6 = e->v6;
 					opts_apply(n, e);
+					timeo_copy(e->tcp, n);
 					if (sa && len)
 						put_addr(&a.peer, sa, len, e->v6);
 					return n;
@@ -1010,6 +1015,20 @@ static int put_int(void *val, socklen_t *len, int v)
 	return 0;
 }
 
+/* Microseconds as SO_RCVTIMEO's struct timeval. */
+static int put_timeval(void *val, socklen_t *len, uint64_t us)
+{
+	struct timeval tv = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
+
+	if (!val || !len || *len < sizeof(tv)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(val, &tv, sizeof(tv));
+	*len = sizeof(tv);
+	return 0;
+}
+
 static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
 	struct rdmashare_file_info fi;
@@ -1044,9 +1063,13 @@ static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *l
 		case SO_RCVLOWAT:
 		case SO_SNDLOWAT:
 			return put_int(val, len, 1);
-		case SO_LINGER:
 		case SO_RCVTIMEO:
 		case SO_SNDTIMEO:
+			if (file_info(fd, &fi, 0))
+				return -1;
+			return put_timeval(val, len, opt == SO_RCVTIMEO ? fi.rcvtimeo_us :
+									  fi.sndtimeo_us);
+		case SO_LINGER:
 			if (!val || !len) {
 				errno = EFAULT;
 				return -1;
@@ -1097,38 +1120,97 @@ RSP_EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 }
 
 /*
- * SO_SNDBUF and TCP_CORK: RDMASHARE_IOC_FILE_SET.  SO_SNDBUF as Linux's TCP
- * takes it: twice the value, for its bookkeeping (0 is the least there is,
- * a negative value the most), which getsockopt() reports back; a buffer
- * being changed already (EBUSY) keeps its size, since setsockopt(2) does
- * not fail for a size it cannot have.  A module without FILE_SET (ENOTTY)
- * accepts them and changes nothing, as the options below.
+ * A struct timeval of SO_RCVTIMEO's or SO_SNDTIMEO's in microseconds, as
+ * sock_set_timeout() reads it: 0 is none; a negative one is the shortest
+ * there is (TCP's then fails at once).
  */
-static int acfile_set(int fd, int level, const void *val, socklen_t len)
+static int timeval_us(const void *val, socklen_t len, uint64_t *us)
+{
+	struct timeval tv;
+
+	if (len < sizeof(tv)) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(&tv, val, sizeof(tv));
+	if (tv.tv_usec < 0 || tv.tv_usec >= 1000000) {
+		errno = EDOM;
+		return -1;
+	}
+	if (tv.tv_sec < 0)
+		*us = 1;
+	else if ((uint64_t)tv.tv_sec > UINT64_MAX / 1000000 - 1)
+		*us = UINT64_MAX;	/* for good */
+	else
+		*us = (uint64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+	return 0;
+}
+
+/*
+ * SO_SNDBUF, TCP_CORK, SO_RCVTIMEO and SO_SNDTIMEO: RDMASHARE_IOC_FILE_SET.
+ * SO_SNDBUF as Linux's TCP takes it: twice the value, for its bookkeeping
+ * (0 is the least there is, a negative value the most), which getsockopt()
+ * reports back; a buffer being changed already (EBUSY) keeps its size,
+ * since setsockopt(2) does not fail for a size it cannot have.  A module
+ * without FILE_SET (ENOTTY), or without its timeouts (EINVAL), accepts
+ * them and changes nothing.
+ */
+static int acfile_set(int fd, int level, int opt, const void *val, socklen_t len)
 {
 	struct rdmashare_file_set fs = { .size = sizeof(fs) };
+	bool timeo = level == SOL_SOCKET && (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO);
+	uint64_t us;
 	int v;
 
 	if (!val) {
 		errno = EFAULT;
 		return -1;
 	}
-	if (len < sizeof(int)) {
-		errno = EINVAL;
-		return -1;
-	}
-	memcpy(&v, val, sizeof(v));
-	if (level == SOL_SOCKET) {
-		fs.flags = RDMASHARE_FILE_SET_SNDBUF;
-		fs.sndbuf = v < 0 || v > INT_MAX / 2 ? UINT_MAX : v ? 2U * v : 1U;
+	if (timeo) {
+		if (timeval_us(val, len, &us))
+			return -1;
+		fs.flags = opt == SO_RCVTIMEO ? RDMASHARE_FILE_SET_RCVTIMEO :
+						RDMASHARE_FILE_SET_SNDTIMEO;
+		fs.rcvtimeo_us = us;
+		fs.sndtimeo_us = us;
 	} else {
-		fs.flags = RDMASHARE_FILE_SET_CORK;
-		fs.cork = !!v;
+		if (len < sizeof(int)) {
+			errno = EINVAL;
+			return -1;
+		}
+		memcpy(&v, val, sizeof(v));
+		if (level == SOL_SOCKET) {
+			fs.flags = RDMASHARE_FILE_SET_SNDBUF;
+			fs.sndbuf = v < 0 || v > INT_MAX / 2 ? UINT_MAX : v ? 2U * v : 1U;
+		} else {
+			fs.flags = RDMASHARE_FILE_SET_CORK;
+			fs.cork = !!v;
+		}
 	}
 	if (ioctl(fd, RDMASHARE_IOC_FILE_SET, &fs) && errno != ENOTTY &&
-	    (errno != EBUSY || level != SOL_SOCKET))
+	    (errno != EBUSY || level != SOL_SOCKET || timeo) && (errno != EINVAL || !timeo))
 		return -1;
 	return 0;
+}
+
+/*
+ * The AC file @fd takes the SO_RCVTIMEO and SO_SNDTIMEO of the TCP socket
+ * @tcp: the socket it replaces, or the listener that accepted it (whose
+ * connections inherit them, as TCP's do).
+ */
+static void timeo_copy(int tcp, int fd)
+{
+	static const int opts[] = { SO_RCVTIMEO, SO_SNDTIMEO };
+	struct timeval tv;
+	socklen_t len;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+		len = sizeof(tv);
+		if (!real.getsockopt(tcp, SOL_SOCKET, opts[i], &tv, &len) &&
+		    (tv.tv_sec || tv.tv_usec))
+			acfile_set(fd, SOL_SOCKET, opts[i], &tv, len);
+	}
 }
 
 /*
@@ -1137,13 +1219,14 @@ static int acfile_set(int fd, int level, const void *val, socklen_t len)
  */
 static int acfile_setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-	if ((level == SOL_SOCKET && opt == SO_SNDBUF) || (level == IPPROTO_TCP && opt == TCP_CORK))
-		return acfile_set(fd, level, val, len);
+	if ((level == SOL_SOCKET && (opt == SO_SNDBUF || opt == SO_RCVTIMEO ||
+				     opt == SO_SNDTIMEO)) ||
+	    (level == IPPROTO_TCP && opt == TCP_CORK))
+		return acfile_set(fd, level, opt, val, len);
 	if ((level == SOL_SOCKET &&
 	     (opt == SO_KEEPALIVE || opt == SO_LINGER || opt == SO_RCVBUF ||
 	      opt == SO_REUSEADDR || opt == SO_REUSEPORT || opt == SO_RCVLOWAT ||
-	      opt == SO_SNDLOWAT || opt == SO_RCVTIMEO || opt == SO_SNDTIMEO ||
-	      opt == SO_PRIORITY || opt == SO_OOBINLINE)) ||
+	      opt == SO_SNDLOWAT || opt == SO_PRIORITY || opt == SO_OOBINLINE)) ||
 	    (level == IPPROTO_TCP &&
 	     (opt == TCP_NODELAY || opt == TCP_QUICKACK ||
 	      opt == TCP_KEEPIDLE || opt == TCP_KEEPINTVL || opt == TCP_KEEPCNT ||
@@ -1182,9 +1265,9 @@ static void opts_apply(int fd, const struct rsp_fd *from)
 	int on = !!(from->opts & RSP_OPT_CORK_ON);
 
 	if (from->opts & RSP_OPT_SNDBUF)
-		acfile_set(fd, SOL_SOCKET, &from->sndbuf, sizeof(int));
+		acfile_set(fd, SOL_SOCKET, SO_SNDBUF, &from->sndbuf, sizeof(int));
 	if (from->opts & RSP_OPT_CORK)
-		acfile_set(fd, IPPROTO_TCP, &on, sizeof(int));
+		acfile_set(fd, IPPROTO_TCP, TCP_CORK, &on, sizeof(int));
 }
 
 RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
