@@ -20,6 +20,11 @@
 #                         and seconds per epoch (RS_GLOO_EPOCHS, ...; see
 #                         Documentation/parameter-server.rst); expects make
 #                         done
+#   make ps-train-pair    ps-train's MLP on all of Fashion-MNIST, 2 servers and
+#                         2 workers across two guests, over TCP, raw verbs,
+#                         rsocket, rdmashare and rdmashare-run: accuracy,
+#                         seconds per epoch, QPs, the same final weights
+#                         (RS_PS_EPOCHS, ...; Documentation/parameter-server.rst)
 #   make pingpong-trace   a 64 B ping-pong's time by stage (function tracer),
 #                         rdmashare against ib_send_lat; expects make done
 #   make fuzz             the ABI fuzzer long (10^6 calls on stock 6.12, 10^5
@@ -66,7 +71,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sockets bench-sched gloo-train pingpong-trace fuzz soak rxe-repro
+	kdir-check bench bench-transport bench-sockets bench-sched gloo-train ps-train-pair pingpong-trace fuzz soak rxe-repro
 
 all: module userlib selftests
 
@@ -154,6 +159,9 @@ pingpong-trace:
 
 gloo-train:
 	bash selftests/bench/gloo-train.sh
+
+ps-train-pair:
+	bash selftests/bench/ps-train-pair.sh
 
 clean:
 	-[ -n "$(KDIR)" ] && [ -e "$(KDIR)/Makefile" ] && \

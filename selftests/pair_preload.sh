@@ -107,17 +107,8 @@ hear() {
 }
 
 # The counters: rdmashare's devices, all told, and TCP's segments sent.
-rs_sum() {
-	local f n=0
-	for f in /sys/class/misc/rdmashare/devices/*/stats/"$1"; do
-		[ -r "$f" ] && n=$((n + $(cat "$f")))
-	done
-	echo $n
-}
-out_segs() {
-	awk '/^Tcp:/ { if (!c) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i }
-		else print $c }' /proc/net/snmp
-}
+# shellcheck source=selftests/counters.sh
+. "$top/selftests/counters.sh"
 lo_packets() { cat /sys/class/net/lo/statistics/tx_packets; }
 mark() { tx0=$(rs_sum tx_bytes) rx0=$(rs_sum rx_bytes) segs0=$(out_segs) lo0=$(lo_packets); }
 moved() {
@@ -308,15 +299,15 @@ python3 -c "import random, sys; random.seed(33); sys.stdout.buffer.write(random.
 log "$(hostname) $RS_IP, file of $SIZE bytes, sha256 $(sha256sum <"$IN" | cut -c1-16)..."
 
 peer=$RS_PEER_IP
-apps=${RS_PAIR_APPS:-all}
-case $apps in
+appsmode=${RS_PAIR_APPS:-all}
+case $appsmode in
 all | skip) ;;
 only)
 	apps_"$role"
 	log "ok (${SECONDS} s)"
 	exit 0
 	;;
-*) fail "RS_PAIR_APPS is '$apps', not all, skip or only" ;;
+*) fail "RS_PAIR_APPS is '$appsmode', not all, skip or only" ;;
 esac
 case $role in
 peer)
@@ -346,7 +337,7 @@ peer)
 	moved redis
 	[ "$segs" -lt $MAXSEGS ] || fail "redis: TCP sent $segs segments: not over rdmashare"
 
-	[ "$apps" = skip ] || apps_peer
+	[ "$appsmode" = skip ] || apps_peer
 
 	# Fallbacks: the client checks that the file went over TCP.
 	serve plain-server 7327 0 0 "nc -l $ip 7327 >$OUT </dev/null"
@@ -439,7 +430,7 @@ $(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
 	over_rdma redis $((1000 * 20)) $((1000 * 5))
 	tell "done redis"
 
-	[ "$apps" = skip ] || apps_client
+	[ "$appsmode" = skip ] || apps_client
 
 	drive plain-server "$run nc -N $peer 7327 <$IN"
 	over_tcp plain-server

@@ -23,9 +23,8 @@ peer) rank=0 master=$RS_IP ;;
 *) echo "gloo-train-guest: unknown role '$1'"; exit 2 ;;
 esac
 
-rs_sum() { cat /sys/class/misc/rdmashare/devices/*/stats/"$1" 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'; }
-out_segs() { awk '/^Tcp:/ { if (!c) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i }
-	else print $c }' /proc/net/snmp; }
+# shellcheck source=selftests/counters.sh
+. "$top/selftests/counters.sh"
 
 port=7340 rc=0
 for t in ${RS_GLOO_TRANSPORTS:-tcp rdmashare}; do
@@ -35,13 +34,12 @@ for t in ${RS_GLOO_TRANSPORTS:-tcp rdmashare}; do
 	*) echo "gloo-train-guest: unknown transport '$t'"; exit 2 ;;
 	esac
 	log=$RS_WORK/gloo-$t.log
-	tx0=$(rs_sum tx_bytes) segs0=$(out_segs) t0=$SECONDS
+	run_mark
 	"${pre[@]}" "$top/userlib/ps/torch-gloo.py" train --rank $rank --master "$master:$port" \
 		--iface eth0 --threads 1 --epochs "${RS_GLOO_EPOCHS:-1}" \
 		--train "${RS_GLOO_TRAIN:-0}" --test "${RS_GLOO_TEST:-0}" >"$log" 2>&1 ||
 		{ echo "$t: torch-gloo.py failed"; rc=1; }
-	echo "run $((SECONDS - t0)) s, rdmashare sent $(($(rs_sum tx_bytes) - tx0)) bytes," \
-		"TCP sent $(($(out_segs) - segs0)) segments" >>"$log"
+	run_line >>"$log"
 	sed "s/^/$t: /" "$log"
 	port=$((port + 1))
 done

@@ -18,6 +18,7 @@
 
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
+. "$(dirname "$0")/train-lib.sh"
 
 B=${RS_BUILD:-$RS_TOP/build}
 module=${RS_BENCH_MODULE:-$RS_TOP/kmod/rdmashare.ko}
@@ -40,21 +41,13 @@ bash "$RS_VM_DIR/run-vm.sh" --kernel 6.12 --module "$module" --timeout 5400 --ou
 	--peer "${env}bash $guest peer" -- "${env}bash $guest client" >"$out/run-vm.log" 2>&1 || rc=$?
 
 # Rank 0's lines, per transport; then the hashes compared.
-hashes=
+logs=()
 for t in ${RS_GLOO_TRANSPORTS:-tcp rdmashare}; do
 	f=$out/b/gloo-$t.log
 	[ -e "$f" ] || continue
 	grep -E '^(train:|epoch |weights |run )' "$f" | sed "s/^/$t: /"
-	hashes+="$(sed -n 's/^weights fnv1a64 //p' "$f") "
+	logs+=("$f")
 done
-read -ra h <<<"$hashes"
-if [ "${#h[@]}" -ge 2 ]; then
-	if [ "$(printf '%s\n' "${h[@]}" | sort -u | wc -l)" = 1 ]; then
-		rs_log "gloo-train: the same final weights (fnv1a64 ${h[0]}) over every transport"
-	else
-		rs_log "gloo-train: the final weights differ between transports: ${h[*]}"
-		rc=1
-	fi
-fi
+rs_same_weights gloo-train "${logs[@]}" || rc=1
 [ "$rc" = 0 ] || { tail -n 40 "$out/run-vm.log" >&2; rs_log "gloo-train: failed (log: $out/run-vm.log)"; }
 exit "$rc"

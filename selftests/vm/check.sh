@@ -30,9 +30,12 @@
 #             MPI (4 ranks across both, the peer's daemon started by
 #             pair_rexec.py) under rdmashare-run over rdmashare, Open MPI
 #             with the peer's ranks plain over TCP (pair_preload.sh with
-#             RS_PAIR_APPS=only).  Not on the debug kernel, where importing
-#             torch takes more than 5 minutes; 6.1, since two stock 6.12
-#             guests fault now and then (below)
+#             RS_PAIR_APPS=only); ps-train with 1 server and 2 workers,
+#             then 2 and 4, split across the guests, over each of libps's
+#             transports: the same weights' hash (pair_ps.sh).  Not on the
+#             debug kernel, where importing torch takes more than 5
+#             minutes; 6.1, since two stock 6.12 guests fault now and
+#             then (below)
 #   vm-soak-debug  two debug guests, 2 minutes of rssoak: ACs opened and
 #             closed with every message checked, workers killed, the
 #             client's rxe0 removed and added back, the peer's power cut
@@ -221,9 +224,10 @@ apps_stage() {
 	rm -rf "$LOGS/$name.vm"
 	if bash "$RS_VM_DIR/run-vm.sh" --kernel "$kernel" --module "$module" \
 		--out "$LOGS/$name.vm" --timeout 900 \
-		--peer "RS_PAIR_APPS=only $st/pair_preload.sh peer" \
-		-- "RS_PAIR_APPS=only $st/pair_preload.sh client" >"$LOGS/$name.log" 2>&1; then
-		ok "$name: two $kernel guests: PyTorch's gloo and Open MPI under rdmashare-run, Open MPI with plain ranks on the peer ($(( $(date +%s) - t0 ))s)"
+		--peer "RS_PAIR_APPS=only $st/pair_preload.sh peer && $st/pair_ps.sh peer" \
+		-- "RS_PAIR_APPS=only $st/pair_preload.sh client && $st/pair_ps.sh client" \
+		>"$LOGS/$name.log" 2>&1; then
+		ok "$name: two $kernel guests: PyTorch's gloo and Open MPI under rdmashare-run, Open MPI with plain ranks on the peer, ps-train over each libps transport ($(( $(date +%s) - t0 ))s)"
 	else
 		bad "$name: two $kernel guests, log: $LOGS/$name.log"
 		grep -E '^  \| ' "$LOGS/$name.log" | head -n 45 | sed 's/^/    /'
