@@ -380,12 +380,13 @@ TEST_F_TIMEOUT(tr, accept_maps_nothing, 180)
 	 * Interleaved, the least of three each: mapping costs every time (a
 	 * new file each), a guest's noise only now and then.
 	 */
+	/* -1: no CQ work ran; 0: it ran within the trace's microsecond. */
 	for (i = 0; i < 3; i++) {
 		t = accept_cq_work(c, 1 << 20, PORT + 3);
-		ASSERT_LT(0, t);
+		ASSERT_LE(0, t);
 		small = t < small ? t : small;
 		t = accept_cq_work(c, 256 << 20, PORT + 3);
-		ASSERT_LT(0, t);
+		ASSERT_LE(0, t);
 		large = t < large ? t : large;
 	}
 	TH_LOG("longest CQ work while accepting: %.0f us with 1 MiB, %.0f us with 256 MiB",
