@@ -87,6 +87,37 @@ int ps_resolve(const char *host, uint16_t port, int family, struct sockaddr_stor
 	return 0;
 }
 
+/* O_NONBLOCK and FD_CLOEXEC on @fd. */
+static int sock_flags(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK))
+		return -1;
+	/* rsocket's preload keeps no descriptor flags: the kernel's are moot. */
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return 0;
+}
+
+/*
+ * A stream socket made non-blocking and close-on-exec with fcntl() rather
+ * than socket()'s type flags: rsocket's preload (rdma-core 44) takes a bare
+ * SOCK_STREAM only, and leaves any other to the kernel's TCP.
+ */
+static int sock_socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM, 0), err;
+
+	if (fd < 0)
+		return -errno;
+	if (sock_flags(fd)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
 static int sock_new(int fd, struct ps_tr_conn **out)
 {
 	struct ps_tr_conn *c = malloc(sizeof(*c));
@@ -105,9 +136,9 @@ static int sock_listen(struct ps_tr_ctx *x __attribute__((unused)), const struct
 {
 	int fd, on = 1, err;
 
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sock_socket(sa->sa_family);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
 	if (bind(fd, sa, len) || listen(fd, 256)) {
 		err = -errno;
@@ -124,9 +155,9 @@ static int sock_connect(struct ps_tr_ctx *x __attribute__((unused)), const struc
 	socklen_t elen = sizeof(int);
 	int fd, on = 1, err = 0;
 
-	fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = sock_socket(sa->sa_family);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* Small requests go at once; under a preload this is accepted and moot. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 	if (connect(fd, sa, len)) {
@@ -160,9 +191,14 @@ static int sock_accept(struct ps_tr_conn *l, struct ps_tr_conn **out)
 {
 	int fd, on = 1;
 
-	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	/* accept(), not accept4(): rsocket's preload has no accept4(). */
+	fd = accept(l->fd, NULL, NULL);
 	if (fd < 0)
 		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	if (sock_flags(fd)) {
+		close(fd);
+		return -EIO;
+	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
 	return sock_new(fd, out);
 }
