@@ -25,6 +25,8 @@
 #                         rsocket, rdmashare and rdmashare-run: accuracy,
 #                         seconds per epoch, QPs, the same final weights
 #                         (RS_PS_EPOCHS, ...; Documentation/parameter-server.rst)
+#   make scale            16,384 ACs on one QP (16 processes x 1024 ACs), every
+#                         message checked, on the debug kernel; slab per AC
 #   make pingpong-trace   a 64 B ping-pong's time by stage (function tracer),
 #                         rdmashare against ib_send_lat; expects make done
 #   make fuzz             the ABI fuzzer long (10^6 calls on stock 6.12, 10^5
@@ -71,7 +73,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sockets bench-sched gloo-train ps-train-pair pingpong-trace fuzz soak rxe-repro
+	kdir-check bench bench-transport bench-sockets bench-sched gloo-train ps-train-pair pingpong-trace fuzz soak scale rxe-repro
 
 all: module userlib selftests
 
@@ -138,6 +140,9 @@ fuzz:
 
 soak:
 	bash selftests/vm/soak.sh
+
+scale:
+	bash selftests/vm/scale.sh
 
 rxe-repro:
 	bash selftests/vm/rxe-repro.sh

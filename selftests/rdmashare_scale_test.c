@@ -12,6 +12,11 @@
  *  - closed_overflow_cancelled: the same, but the application CLOSEs the
  *    ACs whose CLOSED waits: an AC's CLOSED comes before its CLOSE's
  *    completion or not at all, and some never come;
+ *  - procs_x_acs: RS_SCALE_PROCS client processes (4; make scale: 16)
+ *    with RS_SCALE_ACS ACs each (512; 1024) to as many servers, all on
+ *    the one QP pair to this host: every AC echoes its messages, each
+ *    checked; the kernel's slab per AC end is reported (and must stay
+ *    under 16 KiB);
  *  - shared_window: 4 processes stream 64-byte messages on 2 ACs each to
  *    one file with 4 slots per AC that reads them in turn, as
  *    "rs-stream -a 8 -P 4" does (it stalled once: a WANT that came while
@@ -46,48 +51,53 @@ static void fill(unsigned char *buf, unsigned int ac, unsigned int round)
 		buf[i] = (unsigned char)(ac * 31 + round * 7 + i);
 }
 
-/* The peer: accepts NR_ACS ACs, then echoes ROUNDS messages on each. */
+/* ACs a server accepts (scale_server()): set before it is forked. */
+static int server_acs = NR_ACS;
+
+/* The peer: accepts server_acs ACs, then echoes ROUNDS messages on each. */
 static int scale_server(int ready_fd, unsigned int port)
 {
 	struct rdmashare_setup p = {};
-	static int acs[NR_ACS];
+	int l, i, r, nr = server_acs;
 	unsigned char buf[256];
 	struct rdmashare *rs;
-	int l, i, r;
+	int *acs;
 	ssize_t n;
 
+	acs = calloc(nr, sizeof(*acs));
 	rs = rs_open_with(&p);
-	if (!rs)
+	if (!rs || !acs)
 		return 10;
 	l = rdmashare_listen(rs, port, 1024);
 	if (l < 0)
 		return 11;
 	if (write(ready_fd, "r", 1) != 1)
 		return 12;
-	for (i = 0; i < NR_ACS; i++) {
-		acs[i] = rdmashare_accept(rs, l, 60000);
+	for (i = 0; i < nr; i++) {
+		acs[i] = rdmashare_accept(rs, l, 120000);
 		if (acs[i] < 0)
 			return 13;
 	}
 	for (r = 0; r < ROUNDS; r++) {
-		for (i = 0; i < NR_ACS; i++) {
+		for (i = 0; i < nr; i++) {
 			/* Not the order they were sent in. */
-			int k = (i * 7 + r) % NR_ACS;
+			int k = (i * 7 + r) % nr;
 
-			n = rdmashare_recv(rs, acs[k], buf, sizeof(buf), 60000);
+			n = rdmashare_recv(rs, acs[k], buf, sizeof(buf), 120000);
 			if (n != MSG)
 				return 14;
 			if (rdmashare_send(rs, acs[k], buf, n))
 				return 15;
 		}
 	}
-	if (rdmashare_flush(rs, 60000))
+	if (rdmashare_flush(rs, 120000))
 		return 16;
 	/* The client closes first; this end's ACs see it. */
-	for (i = 0; i < NR_ACS; i++)
-		if (rdmashare_recv(rs, acs[i], buf, sizeof(buf), 60000) != -EPIPE)
+	for (i = 0; i < nr; i++)
+		if (rdmashare_recv(rs, acs[i], buf, sizeof(buf), 120000) != -EPIPE)
 			return 17;
 	rdmashare_close(rs);
+	free(acs);
 	return 0;
 }
 
@@ -383,6 +393,137 @@ TEST_F_TIMEOUT(scale, closed_overflow_cancelled, 120)
 	EXPECT_EQ(0, *s.sq_flags & RDMASHARE_SQ_CQ_OVERFLOW);
 	munmap(s.rings, s.p.rings_size);
 	rdmashare_close(s.srv);
+}
+
+/* ---- many processes' ACs on one QP ---- */
+
+#define PX_PORT		(PORT + 40)
+#define PX_PROCS	4	/* RS_SCALE_PROCS; make scale: 16 */
+#define PX_ACS		512	/* RS_SCALE_ACS; make scale: 1024 */
+
+static unsigned int env_uint(const char *name, unsigned int def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? (unsigned int)strtoul(v, NULL, 0) : def;
+}
+
+/* Kernel slab memory, bytes (/proc/meminfo's Slab). */
+static long slab_bytes(void)
+{
+	char buf[8192], *p;
+
+	if (rs_read_file("/proc/meminfo", buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, "\nSlab:");
+	return p ? strtol(p + 7, NULL, 10) * 1024 : -1;
+}
+
+/*
+ * Client @nr of procs_x_acs: @acs ACs to its server's port, "o" on @open_fd
+ * once all are open, then, once @go_fd says so, ROUNDS messages echoed on
+ * each, every byte checked.
+ */
+static int px_client(unsigned int port, int acs, int open_fd, int go_fd)
+{
+	struct sockaddr_in sin = addr_of(port);
+	unsigned char out[MSG], in[256];
+	struct rdmashare_setup p = {};
+	struct rdmashare *rs;
+	int i, r, *ac;
+	char c;
+
+	ac = calloc(acs, sizeof(*ac));
+	rs = rs_open_with(&p);
+	if (!rs || !ac)
+		return 20;
+	for (i = 0; i < acs; i++) {
+		ac[i] = rdmashare_connect(rs, (struct sockaddr *)&sin, 120000);
+		if (ac[i] < 0)
+			return 21;
+	}
+	if (write(open_fd, "o", 1) != 1 || read(go_fd, &c, 1) != 1)
+		return 22;
+	for (r = 0; r < ROUNDS; r++) {
+		for (i = 0; i < acs; i++) {
+			fill(out, i, r);
+			if (rdmashare_send(rs, ac[i], out, MSG))
+				return 23;
+		}
+		for (i = acs - 1; i >= 0; i--) {
+			fill(out, i, r);
+			if (rdmashare_recv(rs, ac[i], in, sizeof(in), 120000) != MSG ||
+			    memcmp(out, in, MSG))
+				return 24;
+		}
+	}
+	rdmashare_close(rs);
+	free(ac);
+	return 0;
+}
+
+/*
+ * RS_SCALE_PROCS processes with RS_SCALE_ACS ACs each (4 x 512 in make
+ * check, 16 x 1024 in make scale) to as many servers on this host, all on
+ * the one QP pair to this host's own address (qps_per_peer 1): every AC
+ * echoes ROUNDS messages, each checked.  The kernel's slab memory while
+ * they are all open, per AC end, is reported and bounded.
+ */
+TEST_F_TIMEOUT(scale, procs_x_acs, 3600)
+{
+	unsigned int procs = env_uint("RS_SCALE_PROCS", PX_PROCS);
+	unsigned int acs = env_uint("RS_SCALE_ACS", PX_ACS);
+	int openp[2], gop[2], st, bad = 0;
+	long slab0, slab1, per_end;
+	pid_t pids[2 * 64];
+	char qpp[16] = "";
+	unsigned int i;
+	double t0;
+	char c;
+
+	ASSERT_GE(64, procs);
+	ASSERT_EQ(0, rs_read_file(RS_SYSFS "/qps_per_peer", qpp, sizeof(qpp)));
+	if (atoi(qpp) != 1)
+		SKIP(return, "qps_per_peer is %s, not 1", qpp);
+	ASSERT_EQ(0, pipe(openp));
+	ASSERT_EQ(0, pipe(gop));
+	slab0 = slab_bytes();
+	t0 = rs_now();
+	server_acs = acs;
+	for (i = 0; i < procs; i++) {
+		pids[2 * i] = rs_fork_ready(scale_server, PX_PORT + i);
+		ASSERT_LT(0, pids[2 * i]);
+		pids[2 * i + 1] = fork();
+		ASSERT_LE(0, pids[2 * i + 1]);
+		if (!pids[2 * i + 1]) {
+			close(openp[0]);
+			close(gop[1]);
+			_exit(px_client(PX_PORT + i, acs, openp[1], gop[0]));
+		}
+	}
+	close(openp[1]);
+	close(gop[0]);
+	for (i = 0; i < procs; i++)
+		ASSERT_EQ(1, read(openp[0], &c, 1)) TH_LOG("%u of %u clients open", i, procs);
+	slab1 = slab_bytes();
+	per_end = (slab1 - slab0) / (2L * procs * acs);
+	TH_LOG("%u ACs (x2 ends) open in %.1f s over %d rdmashare QPs; slab %+ld KiB, %ld bytes per AC end",
+	       procs * acs, rs_now() - t0, count_rdmashare_qps(), (slab1 - slab0) >> 10,
+	       per_end);
+	/* The QP pair to this host: its two ends. */
+	EXPECT_EQ(2, count_rdmashare_qps());
+	EXPECT_GT(16384, per_end);
+	t0 = rs_now();
+	for (i = 0; i < procs; i++)
+		ASSERT_EQ(1, write(gop[1], "g", 1));
+	for (i = 0; i < 2 * procs; i++) {
+		st = rs_wait_child(pids[i]);
+		if (st)
+			TH_LOG("%s %u exited %d", i % 2 ? "client" : "server", i / 2, st);
+		bad += !!st;
+	}
+	TH_LOG("%u messages echoed in %.1f s", procs * acs * ROUNDS, rs_now() - t0);
+	EXPECT_EQ(0, bad);
 }
 
 TEST_HARNESS_MAIN

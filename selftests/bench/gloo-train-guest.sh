@@ -5,7 +5,8 @@
 # run-vm.sh --peer): userlib/ps/torch-gloo.py train, rank 0 on the peer
 # (its TCPStore on the peer's address), rank 1 on the client, once per
 # transport in RS_GLOO_TRANSPORTS (default "tcp rdmashare"): tcp is plain
-# python, rdmashare the same under rdmashare-run.  Rank 1 connects when
+# python, rdmashare the same under rdmashare-run, rsocket with rsocket's
+# librspreload.so preloaded (RS_BENCH_RSPRELOAD).  Rank 1 connects when
 # it is ready; until rank 0 listens, its store refuses it and it tries
 # again.  Each run's output goes to $RS_WORK/gloo-TRANSPORT.log, with
 # what rdmashare's devices sent and TCP's segments sent during it.
@@ -31,6 +32,9 @@ for t in ${RS_GLOO_TRANSPORTS:-tcp rdmashare}; do
 	case $t in
 	tcp) pre=() ;;
 	rdmashare) pre=("$top/userlib/build/rdmashare-run") ;;
+	rsocket)
+		pre=(env LD_PRELOAD="${RS_BENCH_RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}")
+		;;
 	*) echo "gloo-train-guest: unknown transport '$t'"; exit 2 ;;
 	esac
 	log=$RS_WORK/gloo-$t.log
