@@ -2,12 +2,13 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Build rdmashare.ko (and, when the kernel has KUnit, rdmashare_kunit.ko) for
-# one kernel in a private copy of the sources, with W=1 and sparse (C=2).
-# Fails when the build prints any warning.
+# one kernel in a private copy of the sources, with W=1 and sparse (C=2),
+# then the transport benchmark's kernel-QP floor (selftests/bench/kqp) the
+# same way.  Fails when a build prints any warning.
 #
 # usage: build-module.sh KDIR OUTDIR [extra make args]
 # Results: OUTDIR/kmod/rdmashare.ko, OUTDIR/kmod/tests/rdmashare_kunit.ko,
-# OUTDIR/build.log.
+# OUTDIR/build.log; OUTDIR/kqp/rs_kqp_floor.ko, OUTDIR/kqp/build.log.
 
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -24,16 +25,7 @@ rm -rf "$out/kmod" "$out/uapi" "$out/Kbuild"
 (cd "$RS_TOP" && find Kbuild kmod uapi \( -name '*.[ch]' -o -name Kbuild \) -print0 |
 	cpio -0 -pdmu --quiet "$out")
 
-status=0
-make -C "$kdir" M="$out" W=1 C=2 "$@" modules >"$out/build.log" 2>&1 || status=$?
-if [ $status -ne 0 ]; then
-	cat "$out/build.log"
-	rs_die "module build failed against $kdir"
-fi
-# Any compiler or sparse diagnostic counts.  The headers' own notes about
-# BTF or signing are not ours.
-if grep -E 'warning:|error:|: note:' "$out/build.log" | grep -vE '^Skipping BTF' >"$out/warnings.log"; then
-	cat "$out/warnings.log"
-	rs_die "module build against $kdir printed warnings"
-fi
+rs_kbuild "$kdir" "$out" "$@"
 [ -e "$out/kmod/rdmashare.ko" ] || rs_die "no rdmashare.ko after the build"
+# The transport benchmark's kernel-QP floor, a test module like the KUnit one.
+bash "$RS_TOP/selftests/bench/kqp/build.sh" "$kdir" "$out/kqp"

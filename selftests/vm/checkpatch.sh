@@ -1,15 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# checkpatch.pl --strict over the module, the KUnit tests and the uapi header;
-# any error, warning or check fails.
+# checkpatch.pl --strict over the module, the KUnit tests, the uapi header
+# and the benchmark's kernel-QP floor module; any error, warning or check
+# fails.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 src=$(rs_ensure_src)
 cd "$RS_TOP"
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	files=$(git ls-files --cached --others --exclude-standard -- 'kmod/*.[ch]' 'uapi/*.h')
+	files=$(git ls-files --cached --others --exclude-standard -- 'kmod/*.[ch]' 'uapi/*.h' \
+		'selftests/bench/kqp/*.[ch]')
 else
-	files=$(find kmod uapi -name '*.[ch]' ! -name '*.mod.c' | sort)
+	files=$(find kmod uapi selftests/bench/kqp -name '*.[ch]' ! -name '*.mod.c' | sort)
 fi
 cp="perl $src/scripts/checkpatch.pl --strict --no-tree --terse --show-types"
 # shellcheck disable=SC2086

@@ -49,6 +49,25 @@ rs_stock_kver() {
 	printf '%s\n' "$best"
 }
 
+# rs_kbuild KDIR DIR [make args]: the modules of DIR's Kbuild (a private
+# copy of their sources) against the kernel build tree KDIR, with W=1 and
+# sparse (C=2); the log in DIR/build.log.  Dies when the build fails or
+# prints any compiler or sparse diagnostic (the headers' own notes about
+# BTF or signing are not ours).
+rs_kbuild() {
+	local kdir=$1 dir=$2 status=0
+	shift 2
+	make -C "$kdir" M="$dir" W=1 C=2 "$@" modules >"$dir/build.log" 2>&1 || status=$?
+	if [ $status -ne 0 ]; then
+		cat "$dir/build.log"
+		rs_die "module build in $dir failed against $kdir"
+	fi
+	if grep -E 'warning:|error:|: note:' "$dir/build.log" | grep -vE '^Skipping BTF' >"$dir/warnings.log"; then
+		cat "$dir/warnings.log"
+		rs_die "module build in $dir against $kdir printed warnings"
+	fi
+}
+
 rs_src_version() {
 	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null
 }
