@@ -5,7 +5,8 @@
 # run-vm.sh): the repository ($top), its user tools ($bin), the guest's
 # output directory ($work) and address ($ip), its RDMA device ($dev) and
 # that device's packet counter ($pkts), put (a results line), gid_index,
-# log, n_of, stop and rsocket's rstream (rstream_run, rstream_put).
+# log, n_of, stop, the counters rs_bytes and tcp_segs, wait_listen and
+# rsocket's rstream (rstream_run, rstream_put).
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=$top/userlib/build
@@ -39,6 +40,43 @@ gid_index() {
 }
 
 log() { printf '[bench] %s\n' "$*"; }
+
+# rs_bytes: the bytes rdmashare's devices sent; tcp_segs: the TCP segments
+# this host sent (/proc/net/snmp's OutSegs).
+rs_bytes() {
+	local f n=0
+	for f in /sys/class/misc/rdmashare/devices/*/stats/tx_bytes; do
+		[ -r "$f" ] && n=$((n + $(cat "$f")))
+	done
+	echo "$n"
+}
+
+tcp_segs() {
+	awk '$1 == "Tcp:" { if (!h) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i; h = 1 }
+		else print $c }' /proc/net/snmp
+}
+
+# wait_listen TRANSPORT PORT PRELOADED: until a server listens on PORT (10
+# s at most).  Under rdmashare-run (TRANSPORT is PRELOADED) both its TCP
+# and its rdmashare listener: a client that connects in between goes over
+# TCP.  rsocket's listener (rspreload) is not a socket the kernel lists: a
+# second's grace.
+wait_listen() {
+	local _ listeners=/sys/kernel/debug/rdmashare/listeners
+	if [ "$1" = rspreload ]; then
+		sleep 1
+		return 0
+	fi
+	for _ in $(seq 1 50); do
+		if ss -Hltn "sport = :$2" 2>/dev/null | grep -q . &&
+			{ [ "$1" != "$3" ] || [ ! -e "$listeners" ] ||
+				grep -qw "$2" "$listeners" 2>/dev/null; }; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
 
 # n_of KIND SIZE [N]: message (bw) or round-trip (lat) counts per size (N
 # for another KIND), times $scale, chosen so that each measurement takes a

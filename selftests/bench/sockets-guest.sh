@@ -76,7 +76,6 @@ logroot=$work/sockets-logs
 logs=$logroot
 rep=0
 sys=/sys/class/misc/rdmashare
-listeners=/sys/kernel/debug/rdmashare/listeners
 rspreload=${RS_BENCH_RSPRELOAD:-/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so}
 failures=0
 port=9000
@@ -84,21 +83,8 @@ port=9000
 printf 'round\ttool\tsize\tmetric\tvalue\n' >"$res"
 
 # ---------------------------------------------------------------------------
-# Counters around one measurement: rxe0's packets, rdmashare's bytes, TCP's
-# segments, the wall time.
-
-rs_bytes() {
-	local f n=0
-	for f in "$sys"/devices/*/stats/tx_bytes; do
-		[ -r "$f" ] && n=$((n + $(cat "$f")))
-	done
-	echo "$n"
-}
-
-tcp_segs() {
-	awk '$1 == "Tcp:" { if (!h) { for (i = 1; i <= NF; i++) if ($i == "OutSegs") c = i; h = 1 }
-		else print $c }' /proc/net/snmp
-}
+# Counters around one measurement (guest-lib.sh's): rxe0's packets,
+# rdmashare's bytes, TCP's segments, the wall time.
 
 t_start=0 p_start=0 b_start=0 s_start=0
 begin() {
@@ -133,26 +119,6 @@ fail() {
 	esac
 }
 
-# wait_listen TRANSPORT PORT: until the server listens (10 s at most).
-# Under rdmashare-run both its TCP and its rdmashare listener; rsocket's
-# listener is not a socket the kernel lists: a second's grace.
-wait_listen() {
-	local _
-	if [ "$1" = rspreload ]; then
-		sleep 1
-		return 0
-	fi
-	for _ in $(seq 1 50); do
-		if ss -Hltn "sport = :$2" 2>/dev/null | grep -q . &&
-			{ [ "$1" != rdmashare ] || [ ! -e "$listeners" ] ||
-				grep -qw "$2" "$listeners" 2>/dev/null; }; then
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
-
 # The command prefix of a transport.
 pre=()
 prefix() {
@@ -173,7 +139,7 @@ serve() {
 	prefix "$tr"
 	"${pre[@]}" "$@" >"$l.server" 2>&1 &
 	spid=$!
-	wait_listen "$tr" "$port" && return 0
+	wait_listen "$tr" "$port" rdmashare && return 0
 	fail "$tool" "$size" "$l.server" "$1: the server did not start"
 	kill "$spid" 2>/dev/null || true
 	stop "$spid" 2

@@ -16,7 +16,7 @@ import statistics
 import sys
 
 sys.dont_write_bytecode = True
-from benchtable import fmt, ratio, size_name, table  # noqa: E402
+from benchtable import Notes, Rounds, fmt, ratio, size_name, table  # noqa: E402
 
 TRANSPORTS = [("tcp", "TCP"), ("rdmashare", "rdmashare-run"),
               ("rspreload", "librspreload")]
@@ -49,37 +49,14 @@ def fmt_n(v):
     return "-" if v is None else "%d" % v if v < 1e4 else fmt_big(v)
 
 
-class Results:
+class Results(Rounds):
     def __init__(self, path):
-        self.vals = collections.defaultdict(list)
-        self.by_round = collections.defaultdict(dict)
-        self.fails = collections.defaultdict(list)
-        self.rounds = set()
-        with open(path) as f:
-            next(f)
-            for line in f:
-                r, tool, size, metric, value = line.rstrip("\n").split("\t", 4)
-                if r != "0":
-                    self.rounds.add(r)
-                if metric == "fail":
-                    self.fails[(tool, int(size))].append(value)
-                else:
-                    self.vals[(tool, int(size), metric)].append(float(value))
-                    self.by_round[(tool, int(size), metric)][r] = float(value)
-
-    def med(self, tool, size, metric):
-        v = self.vals.get((tool, size, metric))
-        return statistics.median(v) if v else None
+        # round 0 is SMC-R's try, before the rounds
+        super().__init__(path, key=lambda f: (f[0], int(f[1])), skip=("0",))
 
     def paired(self, tool, base, size, metric):
-        """The median over rounds of @tool's value over @base's in the same
-        round (measured one after the other: less noise than a ratio of
-        medians)."""
-        a, b = self.by_round.get((tool, size, metric)), self.by_round.get((base, size, metric))
-        if not a or not b:
-            return None
-        v = [a[r] / b[r] for r in a if r in b and b[r]]
-        return statistics.median(v) if v else None
+        """@tool's value over @base's, the median of the rounds' ratios."""
+        return self.ratio((tool, size, metric), (base, size, metric))
 
     def spread(self, tool, size, metric):
         v = self.vals.get((tool, size, metric))
@@ -92,14 +69,8 @@ class Results:
             k[0] == tool and k[1] == size for k in self.vals)
 
 
-notes = []
-
-
-def note(text):
-    """A footnote's number for a failure's text (the same text, one number)."""
-    if text not in notes:
-        notes.append(text)
-    return "[%d]" % (notes.index(text) + 1)
+# A footnote's number for a failure's text (the same text, one number).
+note = Notes()
 
 
 def fail_cell(res, tool, size, kinds=None):
@@ -206,10 +177,10 @@ def main():
     print("rxe pkts: packets rxe0 sent during the measurement (0: not over RDMA);")
     print("TCP segs: TCP segments sent meanwhile (both ends, control included).")
     print("sockperf's 1 MiB is 1048575 B, its largest message.")
-    if notes:
+    if note.texts:
         print()
-        for i, n in enumerate(notes):
-            print("[%d] %s" % (i + 1, n))
+        for line in note.lines():
+            print(line)
     print()
 
     # SMC-R, tried once.
