@@ -15,6 +15,11 @@
 #   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and
 #                         a QP per sender: throughput, shares, latency; also
 #                         expects make -C selftests bench
+#   make bench-ps         libps's ps-bench (ps-lite's benchmark) over TCP, raw
+#                         verbs (a QP per connection), rsocket's preload,
+#                         rdmashare and rdmashare-run, in one 6.12 guest and
+#                         between two 6.1 guests: goodput, ratios, latency,
+#                         QPs; expects the 6.1 module in build/6.1 too
 #   make gloo-train       PyTorch's gloo trains ps-train's MLP between two
 #                         guests over TCP and under rdmashare-run: accuracy
 #                         and seconds per epoch (RS_GLOO_EPOCHS, ...; see
@@ -73,7 +78,7 @@ ETC_FILES := udev/rules.d/60-rdmashare.rules:60-rdmashare.rules \
 
 .PHONY: all module userlib selftests clean deps check demo \
 	modules_install install uninstall dkms-src dkms-install dkms-uninstall \
-	kdir-check bench bench-transport bench-sockets bench-sched gloo-train ps-train-pair pingpong-trace fuzz soak scale rxe-repro
+	kdir-check bench bench-transport bench-sockets bench-sched bench-ps gloo-train ps-train-pair pingpong-trace fuzz soak scale rxe-repro
 
 all: module userlib selftests
 
@@ -148,7 +153,7 @@ rxe-repro:
 	bash selftests/vm/rxe-repro.sh
 
 # Every benchmark is a bench-<name> target and a prerequisite of bench.
-bench: bench-transport bench-sockets bench-sched
+bench: bench-transport bench-sockets bench-sched bench-ps
 
 bench-transport:
 	bash selftests/bench/transport.sh
@@ -158,6 +163,9 @@ bench-sockets:
 
 bench-sched:
 	bash selftests/bench/sched.sh
+
+bench-ps:
+	bash selftests/bench/ps.sh
 
 pingpong-trace:
 	bash selftests/bench/pingpong-trace.sh
