@@ -425,9 +425,12 @@ long rs_acfile_timeo(u64 us)
 	u32 rem;
 	u64 secs;
 
+	/* No timeout, the common case: no division on every read and write. */
+	if (!us)
+		return MAX_SCHEDULE_TIMEOUT;
 	secs = div_u64_rem(us, USEC_PER_SEC, &rem);
 	/* As sock_set_timeout(): longer than can be waited is for good. */
-	if (!us || secs >= MAX_SCHEDULE_TIMEOUT / HZ - 1)
+	if (secs >= MAX_SCHEDULE_TIMEOUT / HZ - 1)
 		return MAX_SCHEDULE_TIMEOUT;
 	return secs * HZ + usecs_to_jiffies(rem);
 }
