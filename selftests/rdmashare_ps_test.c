@@ -32,6 +32,11 @@
  *    SEND and a CLOSE outstanding (and one with a connection and its
  *    listener closed) waits for their completions, not its 5 s limit; the
  *    peer gets the message whole, then the end.
+ *  - native_shared_ready: over the rdmashare transport, two connections of
+ *    one file (one descriptor): bytes for the first that arrive after its
+ *    ready() said nothing and are reaped by the second's ready() make that
+ *    one say true, so that a node asks again and does not sleep with them
+ *    filed (as ps-train's epoch between two guests hung).
  *  - verbs_wakeup: 300 ping-pongs over the verbs transport, each end
  *    sleeping in poll() on its descriptor once ready() says nothing is
  *    there, as a node does: every message must wake it (no poll() of 3 s
@@ -1217,6 +1222,74 @@ TEST(native_fini)
 	t = tr_fini_secs(tr, xa);
 	TH_LOG("the receiver's fini: %.3f s", t);
 	EXPECT_GT(TEARDOWN_MAX, t);
+}
+
+#define SHARED_MSG	100
+
+/*
+ * The rdmashare transport's connections share their file's descriptor, and
+ * ready() on any of them reaps the CQ for all: b1's bytes, come after
+ * b1's ready() said nothing, are taken off the descriptor by b2's.  A node
+ * that asked b1, then b2, then slept in poll() would sleep with them filed,
+ * unless b2's ready() says so.
+ */
+TEST(native_shared_ready)
+{
+	const struct ps_transport *tr = ps_transport_find("rdmashare");
+	struct ps_tr_conn *l, *a1, *a2, *b1, *b2;
+	char msg[SHARED_MSG], got[SHARED_MSG];
+	struct iovec iov = { msg, 1 };
+	struct ps_tr_ctx *xa, *xb;
+	struct sockaddr_storage ss;
+	struct pollfd p;
+	socklen_t len;
+	bool r2;
+
+	if (!rs_path_exists("/dev/rdmashare"))
+		SKIP(return, "no /dev/rdmashare");
+	ASSERT_NE(NULL, tr);
+	ASSERT_EQ(0, ps_resolve(test_ip(), PORT + 56, AF_INET, &ss, &len));
+	ASSERT_EQ(0, tr->open(1 << 20, &xa));
+	ASSERT_EQ(0, tr->open(1 << 20, &xb));
+	ASSERT_EQ(0, tr->listen(xa, (struct sockaddr *)&ss, len, &l));
+	/* Two connections of xb's file; a byte each, so that xa accepts them. */
+	memset(msg, 0x5a, sizeof(msg));
+	ASSERT_EQ(0, tr->connect(xb, (struct sockaddr *)&ss, len, WAIT_MS, &b1));
+	ASSERT_EQ(1, tr->sendv(b1, &iov, 1));
+	ASSERT_TRUE(tr_wait_ready(tr, l, WAIT_MS));
+	ASSERT_EQ(0, tr->accept(l, &a1));
+	ASSERT_EQ(1, tr_read_all(tr, a1, got, 1));
+	ASSERT_EQ(0, tr->connect(xb, (struct sockaddr *)&ss, len, WAIT_MS, &b2));
+	ASSERT_EQ(1, tr->sendv(b2, &iov, 1));
+	ASSERT_TRUE(tr_wait_ready(tr, l, WAIT_MS));
+	ASSERT_EQ(0, tr->accept(l, &a2));
+	ASSERT_EQ(1, tr_read_all(tr, a2, got, 1));
+	/* xb's SENDs completed and reaped, 100 ms with nothing: none for b1 or b2. */
+	p = (struct pollfd){ .fd = tr->poll_fd(b1), .events = POLLIN };
+	do {
+		while (tr->ready(b1) || tr->ready(b2))
+			;
+	} while (poll(&p, 1, 100) == 1);
+	ASSERT_FALSE(tr->ready(b1));
+	iov.iov_len = SHARED_MSG;
+	ASSERT_EQ(SHARED_MSG, tr->sendv(a1, &iov, 1));
+	/* In xb's CQ, not reaped: the descriptor says so. */
+	ASSERT_EQ(1, poll(&p, 1, WAIT_MS));
+	r2 = tr->ready(b2);
+	p.revents = 0;
+	EXPECT_TRUE(r2 || poll(&p, 1, 0) == 1) {
+		TH_LOG("b2's ready() took b1's bytes off the descriptor and said nothing");
+	}
+	ASSERT_TRUE(tr->ready(b1));
+	EXPECT_EQ(SHARED_MSG, tr_read_all(tr, b1, got, SHARED_MSG));
+	EXPECT_EQ(0, memcmp(msg, got, SHARED_MSG));
+	tr->close(a1);
+	tr->close(a2);
+	tr->close(l);
+	tr->close(b1);
+	tr->close(b2);
+	tr->fini(xa, WAIT_MS);
+	tr->fini(xb, WAIT_MS);
 }
 
 #define WAKE_ROUNDS	300

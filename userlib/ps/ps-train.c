@@ -346,8 +346,12 @@ static int run_server(const struct opts *o, int rank)
 	return ret ? 1 : 0;
 }
 
-/* Issue a request per key (@push: the gradients) and wait for them all. */
-static int exchange(struct ps_worker *w, struct model *m, bool push, uint64_t iter)
+/*
+ * Issue a request per key (@push: the gradients) and wait for them all, each
+ * at most @timeout_ms: a step that stops coming is an error, not a hang.
+ */
+static int exchange(struct ps_worker *w, struct model *m, bool push, uint64_t iter,
+		    int timeout_ms)
 {
 	uint64_t ver[MAXKEYS];
 	int ids[MAXKEYS], ret = 0, r;
@@ -357,7 +361,7 @@ static int exchange(struct ps_worker *w, struct model *m, bool push, uint64_t it
 		ids[k] = push ? ps_pushpull(w, k, m->g[k], m->w[k], m->len[k], iter, &ver[k]) :
 				ps_pull(w, k, m->w[k], m->len[k], iter, &ver[k]);
 	for (k = 0; k < m->nkeys; k++) {
-		r = ids[k] < 0 ? ids[k] : ps_wait(w, ids[k], -1);
+		r = ids[k] < 0 ? ids[k] : ps_wait(w, ids[k], timeout_ms);
 		if (r && !ret)
 			ret = r;
 		if (!r && ver[k] != iter + push && !ret)
@@ -420,7 +424,7 @@ static int train(const struct opts *o, struct ps_worker *w, struct model *m,
 					m->g[k][i] /= o->batch;
 			comp += now_s() - t0;
 			t0 = now_s();
-			ret = exchange(w, m, true, iter++);
+			ret = exchange(w, m, true, iter++, o->timeout_ms);
 			comm += now_s() - t0;
 			if (ret)
 				goto out;
@@ -472,7 +476,7 @@ static int run_worker(const struct opts *o, int rank)
 		ret = ps_barrier(w, o->timeout_ms);
 	/* Version 0 for everyone, then the training. */
 	if (!ret)
-		ret = exchange(w, &m, false, 0);
+		ret = exchange(w, &m, false, 0, o->timeout_ms);
 	if (!ret)
 		ret = train(o, w, &m, &tr, &te);
 	if (!ret)

@@ -210,7 +210,9 @@ struct ps_transport {
 	 * progress without waiting: bytes or its end taken off the wire
 	 * already, room to send again that came meanwhile, a connection to
 	 * accept.  A poll(2) would not tell, the descriptor being shared or
-	 * its events taken.
+	 * its events taken.  A transport whose descriptor several
+	 * connections share says true too when it took events off it for
+	 * any of them, so that the caller asks every connection again.
 	 */
 	bool (*ready)(struct ps_tr_conn *c);
 	int (*local_addr)(struct ps_tr_conn *c, struct sockaddr_storage *ss);

@@ -21,10 +21,14 @@
  * AC runs dry, and before every wait (ready()), never left behind a wait.
  *
  * The ring descriptor is shared by every connection: ready() tells the
- * connection layer who has chunks filed already.  A listening AC gives no
- * event of its own: an AC in its backlog shows when its first chunk comes
- * (libps's connecting side always speaks first), and ready() on the
- * listener says so.
+ * connection layer who has chunks filed already.  Asked of one connection,
+ * it reaps the CQ for all, and the completions it takes no longer raise
+ * the descriptor: if it took any, it says true whoever they were for, so
+ * that the caller looks at every connection again before it sleeps (else
+ * a connection asked before would sleep with its chunks filed).  A
+ * listening AC gives no event of its own: an AC in its backlog shows when
+ * its first chunk comes (libps's connecting side always speaks first), and
+ * ready() on the listener says so.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -94,6 +98,7 @@ struct ps_tr_ctx {
 	struct rsx_ac *acs;
 	unsigned int nacs;
 	unsigned long tx_gen;		/* bumped as SENDs complete */
+	unsigned long reaped;		/* completions reaped, all told */
 };
 
 struct ps_tr_conn {
@@ -229,6 +234,7 @@ static unsigned int rsx_reap(struct ps_tr_ctx *x)
 		rdmashare_cqe_seen(x->rs, cqe);
 		n++;
 	}
+	x->reaped += n;
 	return n;
 }
 
@@ -644,11 +650,15 @@ static short rsx_poll_events(struct ps_tr_conn *c __attribute__((unused)),
 static bool rsx_ready(struct ps_tr_conn *c)
 {
 	struct ps_tr_ctx *x = c->x;
+	unsigned long reaped = x->reaped;
 	struct rsx_ac *st;
 	unsigned int i;
 
 	rsx_reap(x);
 	rsx_submit(x);
+	/* Taken off the descriptor: maybe for a connection asked before. */
+	if (x->reaped != reaped)
+		return true;
 	if (c->listener) {
 		for (i = 0; i < x->nacs; i++) {
 			st = &x->acs[i];
