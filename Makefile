@@ -9,7 +9,9 @@
 #   make demo             boot two guests and show rdmashare working
 #   make bench            the benchmarks (Documentation/benchmarks.rst); not
 #                         part of make check; expects make done
-#   make bench-transport  rdmashare vs perftest, RDS, rsocket and TCP
+#   make bench-transport  rdmashare vs perftest, the kernel-QP floor (two
+#                         kernel RC QPs; builds rs_kqp_floor.ko for the
+#                         guest's kernel), RDS, rsocket and TCP
 #   make bench-sockets    unmodified programs (iperf3, sockperf, redis) under
 #                         rdmashare-run vs TCP, rsocket and its preload
 #   make bench-sched      rdmashare's scheduler vs a mutex-shared verbs QP and

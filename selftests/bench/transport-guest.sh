@@ -6,6 +6,10 @@
 # the other and in this one boot:
 #
 #   perftest   ib_send_bw, ib_send_lat: one RC QP, raw verbs (the baseline)
+#   kqp        the kernel-QP floor: rs_kqp_floor.ko ($RS_BENCH_FLOOR, built
+#              by transport.sh for this kernel) streams and ping-pongs
+#              between two kernel RC QPs, its threads sleeping until a CQ
+#              event (kqp-sleep) or polling the CQ (kqp-poll)
 #   rdmashare  rs-stream on 1 AC and on 8 ACs from 4 processes; at 64 B
 #              also 1024 ACs from 8 processes, at 64 KiB also 1 AC with
 #              pullup_max 1 MiB (every chunk copied, the zero copy's
@@ -30,7 +34,7 @@
 # over all tools, so that drift hits every tool alike): one line per round.
 # RS_BENCH_SCALE (default 1) multiplies every message and iteration count;
 # RS_BENCH_TIME (default 3) is the duration of qperf's timed tests;
-# RS_BENCH_PARTS (default "perftest rdmashare qperf rsocket") picks tools.
+# RS_BENCH_PARTS (default "perftest kqp rdmashare qperf rsocket") picks tools.
 # A bandwidth measurement also records bw_msgs, the messages it moved, so
 # that bw_rxe_pkts / bw_msgs is rxe's packets per message.
 
@@ -71,6 +75,13 @@ end() {
 	p=$(cat "$pkts" 2>/dev/null || echo 0)
 	put "$tool" "$size" "${kind}_wall_s" "$(awk -v a="$t_start" -v b="$t" 'BEGIN { printf "%.2f", b - a }')"
 	put "$tool" "$size" "${kind}_rxe_pkts" $((p - p_start))
+}
+
+# put_rtt TOOL SIZE "P50 MEAN" UNITS: a ping-pong's round trips, UNITS to
+# the microsecond, as one-way latencies (half of them).
+put_rtt() {
+	put "$1" "$2" lat_p50_us "$(awk -v x="${3% *}" -v u="$4" 'BEGIN { printf "%.2f", x / u / 2 }')"
+	put "$1" "$2" lat_mean_us "$(awk -v x="${3#* }" -v u="$4" 'BEGIN { printf "%.2f", x / u / 2 }')"
 }
 
 failed() {
@@ -130,11 +141,15 @@ bench_perftest() {
 			put perftest "$size" bw_msgs "$n"
 			# #bytes #iterations BW-peak BW-average[MiB/s] MsgRate[Mpps]
 			v=$(awk -v s="$size" '$1 == s && NF == 5 { print $5 }' "$l" | tail -n1)
-			if [ -n "$v" ]; then
+			if [ -z "$v" ]; then
+				failed "ib_send_bw $size: no result line"
+			elif awk -v r="$v" 'BEGIN { exit !(r > 0) }'; then
 				put perftest "$size" rate_msgps "$(awk -v r="$v" 'BEGIN { printf "%.0f", r * 1e6 }')"
 				put perftest "$size" bw_MBps "$(awk -v r="$v" -v s="$size" 'BEGIN { printf "%.2f", r * s }')"
 			else
-				failed "ib_send_bw $size: no result line"
+				# On a loaded host its client has printed 0 for a run that
+				# moved every message (its server a rate): no number.
+				log "perftest: ib_send_bw $size: the client reported 0 msg/s, not recorded"
 			fi
 		else
 			failed "ib_send_bw $size"
@@ -157,6 +172,76 @@ bench_perftest() {
 		else
 			failed "ib_send_lat $size"
 		fi
+	done
+}
+
+# ---------------------------------------------------------------------------
+# The kernel-QP floor: rs_kqp_floor.ko's debugfs file runs one command per
+# write, in the writing thread, and its result is read back (see its
+# main.c).  The stream's window and receives are ib_send_bw's tx and rx
+# depths (128, 512).
+
+kqp_ctl=/sys/kernel/debug/rs_kqp_floor/run
+kqp_port=18870
+kqp_v=
+
+# kqp_run LOG CMD...: one command on $ip; its result line is in LOG.
+kqp_run() {
+	local l=$1
+	shift
+	kqp_port=$((kqp_port + 1))
+	echo "$* addr=$ip port=$kqp_port" >"$l"
+	if ! echo "$* addr=$ip port=$kqp_port" 2>>"$l" >"$kqp_ctl"; then
+		cat "$kqp_ctl" >>"$l"
+		return 1
+	fi
+	cat "$kqp_ctl" >>"$l"
+}
+
+# kqp_one KIND SIZE WAIT: one stream or pingpong of the floor, measured as
+# the other tools are; its two numbers in $kqp_v: msg/s and MB/s, or the
+# round trip's p50 and mean in ns.
+kqp_one() {
+	local kind=$1 size=$2 wait=$3 m=lat n l
+	# ...: rtt_ns min=A p50=B p99=C max=D mean=E
+	local re='s/.* p50=\([0-9]*\) .* mean=\([0-9]*\)$/\1 \2/p'
+	if [ "$kind" = stream ]; then
+		m=bw
+		# ...: msgs=M bytes=B ns=T msgps=Q MBps=F
+		re='s/.* msgps=\([0-9]*\) MBps=\([0-9.]*\)$/\1 \2/p'
+	fi
+	n=$(n_of $m "$size")
+	l=$logs/kqp-$kind-$wait-$size
+	kqp_v=
+	log "kqp: $kind size=$size count=$n wait=$wait"
+	begin
+	if ! kqp_run "$l" "$kind" size="$size" count="$n" wait="$wait"; then
+		failed "kqp $kind $size $wait: $(tail -n1 "$l")"
+		return 1
+	fi
+	end "kqp-$wait" "$size" $m
+	[ $m = lat ] || put "kqp-$wait" "$size" bw_msgs "$n"
+	kqp_v=$(sed -n "$re" "$l")
+	[ -n "$kqp_v" ] || { failed "kqp $kind $size $wait: no result line"; return 1; }
+}
+
+bench_kqp() {
+	local size wait
+	if [ ! -e /sys/module/rs_kqp_floor ] &&
+		! insmod "${RS_BENCH_FLOOR:-no RS_BENCH_FLOOR}" >"$logs/insmod-kqp" 2>&1; then
+		failed "kqp: insmod ${RS_BENCH_FLOOR:-(RS_BENCH_FLOOR not set)}"
+		return
+	fi
+	for size in "${sizes[@]}"; do
+		for wait in sleep poll; do
+			if kqp_one stream "$size" "$wait"; then
+				put "kqp-$wait" "$size" rate_msgps "${kqp_v% *}"
+				put "kqp-$wait" "$size" bw_MBps "${kqp_v#* }"
+			fi
+			if kqp_one pingpong "$size" "$wait"; then
+				put_rtt "kqp-$wait" "$size" "$kqp_v" 1000
+			fi
+		done
 	done
 }
 
@@ -233,8 +318,7 @@ rs_pingpong() {
 		failed "rs-pingpong $size: no result line"
 		return
 	fi
-	put "$tool" "$size" lat_p50_us "$(awk -v x="${v% *}" 'BEGIN { printf "%.2f", x / 2 }')"
-	put "$tool" "$size" lat_mean_us "$(awk -v x="${v#* }" 'BEGIN { printf "%.2f", x / 2 }')"
+	put_rtt "$tool" "$size" "$v" 1
 }
 
 bench_rdmashare() {
@@ -383,9 +467,13 @@ for rep in $(seq 1 "$repeat"); do
 	log "round $rep of $repeat"
 	logs=$logroot/r$rep
 	mkdir -p "$logs"
-	for part in ${RS_BENCH_PARTS:-perftest rdmashare qperf rsocket}; do
+	for part in ${RS_BENCH_PARTS:-perftest kqp rdmashare qperf rsocket}; do
 		"bench_$part"
 	done
 done
+# The floor's module unloads cleanly, as rdmashare's must.
+if [ -e /sys/module/rs_kqp_floor ] && ! rmmod rs_kqp_floor >"$logroot/rmmod-kqp" 2>&1; then
+	failed "rmmod rs_kqp_floor: $(cat "$logroot/rmmod-kqp")"
+fi
 log "done in $(( $(date +%s) - t0 ))s, $failures failure(s); results in $res"
 [ "$failures" = 0 ]

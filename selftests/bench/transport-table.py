@@ -7,7 +7,9 @@ usage: transport-table.py TRANSPORT.TSV [ENV.TXT...]
 TRANSPORT.TSV has one number per line: round, tool, size, metric, value
 (transport-guest.sh).  Each number in the table is the median over the
 rounds; every ratio is to perftest (ib_send_bw, ib_send_lat) at the same
-size, measured in the same run.  The ENV files are copied in as a comment.
+size, measured in the same run; the last lists put rdmashare against the
+kernel-QP floor (rs_kqp_floor.ko: two kernel RC QPs, nothing else on the
+path), RDS and rsocket.  The ENV files are copied in as a comment.
 """
 import collections
 import statistics
@@ -18,6 +20,8 @@ from benchtable import fmt, ratio, size_name  # noqa: E402
 
 TOOLS = [
     ("perftest", "perftest (verbs)"),
+    ("kqp-sleep", "kernel QP floor (sleep)"),
+    ("kqp-poll", "kernel QP floor (poll)"),
     ("rdmashare-1ac", "rdmashare, 1 AC"),
     ("rdmashare-8ac", "rdmashare, 8 ACs"),
     ("rdmashare-1024ac", "rdmashare, 1024 ACs"),
@@ -34,6 +38,13 @@ TARGETS = [  # issue #10: (what, size, metric, tool, bound, "min" or "max")
     ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac-bp", 1.3, "max"),
     ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", 1.3, "min"),
 ]
+# issue #35: (what, size, metric, tool, floor, bound, "min" or "max"); the
+# floor "kqp" is the better of its two waits.
+FLOOR_TARGETS = [
+    ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac", "kqp-sleep", 1.3, "max"),
+    ("ping-pong p50 at 64 B", 64, "lat_p50_us", "rdmashare-1ac-bp", "kqp-poll", 1.2, "max"),
+    ("bandwidth at 64 KiB", 65536, "bw_MBps", "rdmashare-1ac", "kqp", 0.9, "min"),
+]
 
 
 def main():
@@ -49,6 +60,14 @@ def main():
     def med(tool, size, metric):
         v = vals.get((tool, size, metric))
         return statistics.median(v) if v else None
+
+    def floor(size, metric):
+        """The floor's better wait for @metric (latency: lower)."""
+        v = [x for x in (med("kqp-sleep", size, metric), med("kqp-poll", size, metric))
+             if x is not None]
+        if not v:
+            return None
+        return min(v) if metric.startswith("lat") else max(v)
 
     def spread(tool, size, metric):
         v = vals.get((tool, size, metric))
@@ -131,6 +150,34 @@ def main():
     cp, zc = med("rdmashare-1ac-copy", 65536, "bw_MBps"), med("rdmashare-1ac", 65536, "bw_MBps")
     if cp and zc is not None:
         print("* 64 KiB, 1 AC: zero copy %s x the same AC with every chunk copied" % fmt(zc / cp))
+    if any(k[0].startswith("kqp-") for k in vals):
+        print()
+        print("rdmashare against the kernel-QP floor (two kernel RC QPs on the same")
+        print("device, nothing else on the path; the floor's threads sleep until a CQ")
+        print("event, or poll):")
+        print()
+        for what, size, metric, tool, base, bound, kind in FLOOR_TARGETS:
+            b = floor(size, metric) if base == "kqp" else med(base, size, metric)
+            r = ratio(med(tool, size, metric), b)
+            met = r is not None and (r >= bound if kind == "min" else r <= bound)
+            print("* %s, %s: %s x the floor %s (target %s %.1f): %s" % (
+                what, dict(TOOLS)[tool], fmt(r),
+                "(the better wait)" if base == "kqp" else dict(TOOLS)[base].split()[-1],
+                ">=" if kind == "min" else "<=", bound,
+                "n/a" if r is None else "met" if met else "missed"))
+        for size in sizes:
+            res = []
+            for tool, base, how in (("rdmashare-1ac", "kqp-sleep", "1 AC %s x the floor sleeping"),
+                                    ("rdmashare-1ac-bp", "kqp-poll",
+                                     "busy poll %s x the floor polling")):
+                r = ratio(med(tool, size, "lat_p50_us"), med(base, size, "lat_p50_us"))
+                if r is not None:
+                    res.append(how % fmt(r))
+            res = ["p50: " + ", ".join(res)] if res else []
+            r = ratio(med("rdmashare-1ac", size, "bw_MBps"), floor(size, "bw_MBps"))
+            if r is not None:
+                res.append("bandwidth: 1 AC %s x the floor's better stream" % fmt(r))
+            print("* %s: %s" % (size_name(size), "; ".join(res) if res else "n/a"))
     print()
     print("rdmashare against RDS and rsocket (rdmashare: the better of 1 and 8 ACs")
     print("for bandwidth; latency by the mean, the only figure all tools give):")

@@ -7,13 +7,16 @@
 # loopback), then reported as ratios to perftest.  See
 # Documentation/benchmarks.rst.
 #
-# Builds nothing: run make first.  Results: $RS_BUILD/bench/transport
+# Builds the kernel-QP floor (selftests/bench/kqp, rs_kqp_floor.ko) for
+# the guest's kernel into the results directory, nothing else: run make
+# first.  Results: $RS_BUILD/bench/transport
 # (default build/bench/transport; transport-6.1 for 6.1): the guest's transport.tsv and raw logs
 # under a/, and transport-table.rst, the table printed at the end.
 #
 # Environment: RS_BENCH_KERNEL (6.12, the default, or 6.1: the guest's
 # stock kernel), RS_BENCH_MODULE (default kmod/rdmashare.ko, built for
-# that kernel), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
+# that kernel), RS_BENCH_FLOOR (an rs_kqp_floor.ko built for that kernel
+# instead of building one), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
 # RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SLOTS, RS_BENCH_SMALL_SLOTS and
 # RS_BENCH_SMALL_SLOT_SIZE (see transport-guest.sh).
 
@@ -33,9 +36,14 @@ out=$B/bench/transport
 [ "$kernel" = 6.12 ] || out+=-$kernel
 kver=$(rs_stock_kver "$kernel") || rs_die "Debian's $kernel kernel is not installed (run: make deps)"
 [ -e "$module" ] || rs_die "no module at $module (run: make)"
-vermagic=$(modinfo -F vermagic "$module" | cut -d' ' -f1)
-[ "$vermagic" = "$kver" ] ||
-	rs_die "$module is built for $vermagic, the guest runs $kver (RS_BENCH_MODULE=...)"
+# check_vermagic KO VARIABLE: KO is built for the guest's kernel.
+check_vermagic() {
+	local vermagic
+	vermagic=$(modinfo -F vermagic "$1" | cut -d' ' -f1)
+	[ "$vermagic" = "$kver" ] ||
+		rs_die "$1 is built for $vermagic, the guest runs $kver ($2=...)"
+}
+check_vermagic "$module" RS_BENCH_MODULE
 for f in rs-stream rs-pingpong; do
 	[ -x "$RS_TOP/userlib/build/$f" ] || rs_die "no userlib/build/$f (run: make)"
 done
@@ -51,11 +59,23 @@ done
 
 rm -rf "$out"
 mkdir -p "$out"
+floor=${RS_BENCH_FLOOR:-}
+if [[ " ${RS_BENCH_PARTS:-kqp} " == *" kqp "* ]]; then
+	if [ -z "$floor" ]; then
+		rs_log "bench: building the kernel-QP floor for $kver"
+		bash "$here/kqp/build.sh" "/usr/src/linux-headers-$kver" "$out/kqp" >&2
+		floor=$out/kqp/rs_kqp_floor.ko
+	fi
+	floor=$(realpath "$floor")
+	check_vermagic "$floor" RS_BENCH_FLOOR
+	env+="RS_BENCH_FLOOR='$floor' "
+fi
 rs_log "bench: transport benchmark in one $kver guest (about 10 minutes)"
 {
 	echo "host $(uname -r), $(nproc) CPUs, $(date -u +%FT%TZ)"
 	echo "rdmashare $(git -C "$RS_TOP" describe --always --dirty 2>/dev/null || echo unknown)"
 	echo "module $module srcversion $(modinfo -F srcversion "$module")"
+	[ -z "$floor" ] || echo "floor $floor srcversion $(modinfo -F srcversion "$floor")"
 	dpkg-query -W -f='${Package} ${Version}\n' perftest qperf rdmacm-utils \
 		rdma-core qemu-system-x86 2>/dev/null || true
 } >"$out/host-env.txt"
