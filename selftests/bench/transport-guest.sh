@@ -34,7 +34,8 @@
 # over all tools, so that drift hits every tool alike): one line per round.
 # RS_BENCH_SCALE (default 1) multiplies every message and iteration count;
 # RS_BENCH_TIME (default 3) is the duration of qperf's timed tests;
-# RS_BENCH_PARTS (default "perftest kqp rdmashare qperf rsocket") picks tools.
+# RS_BENCH_PARTS (default "perftest kqp rdmashare qperf rsocket") picks tools
+# and RS_BENCH_SIZES (default "64 4096 65536") the sizes.
 # A bandwidth measurement also records bw_msgs, the messages it moved, so
 # that bw_rxe_pkts / bw_msgs is rxe's packets per message.
 
@@ -53,7 +54,7 @@ rs_slots=${RS_BENCH_SLOTS:-512}
 # 1024 ACs would share 512.
 rs_small_slots=${RS_BENCH_SMALL_SLOTS:-32768}
 rs_small_slot_size=${RS_BENCH_SMALL_SLOT_SIZE:-256}
-sizes=(64 4096 65536)
+read -r -a sizes <<<"${RS_BENCH_SIZES:-64 4096 65536}"
 res=$work/transport.tsv
 logroot=$work/transport-logs
 logs=$logroot

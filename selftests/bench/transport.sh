@@ -17,7 +17,7 @@
 # stock kernel), RS_BENCH_MODULE (default kmod/rdmashare.ko, built for
 # that kernel), RS_BENCH_FLOOR (an rs_kqp_floor.ko built for that kernel
 # instead of building one), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
-# RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SLOTS, RS_BENCH_SMALL_SLOTS and
+# RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SIZES, RS_BENCH_SLOTS, RS_BENCH_SMALL_SLOTS and
 # RS_BENCH_SMALL_SLOT_SIZE (see transport-guest.sh).
 
 set -euo pipefail
@@ -52,8 +52,8 @@ for f in ib_send_bw ib_send_lat qperf rstream python3; do
 done
 
 env=
-for v in RS_BENCH_REPEAT RS_BENCH_SCALE RS_BENCH_TIME RS_BENCH_PARTS RS_BENCH_SLOTS \
-	RS_BENCH_SMALL_SLOTS RS_BENCH_SMALL_SLOT_SIZE; do
+for v in RS_BENCH_REPEAT RS_BENCH_SCALE RS_BENCH_TIME RS_BENCH_PARTS RS_BENCH_SIZES \
+	RS_BENCH_SLOTS RS_BENCH_SMALL_SLOTS RS_BENCH_SMALL_SLOT_SIZE; do
 	[ -z "${!v:-}" ] || env+="$v='${!v}' "
 done
 
