@@ -21,6 +21,9 @@
  *    a roster of no servers, or a bad magic: ps_worker_create() fails with
  *    -EPROTO; with a roster cut short by the end of the connection, with
  *    -ECONNRESET.
+ *  - ring_unalloc: the rdmashare transport's send ring: the newest
+ *    allocation taken back after older ones were freed leaves the ring
+ *    whole (no stale copy of it restored).
  *  - shard_covers: for S 1..7 and many key_max, big_bound, sizes: the key
  *    ranges partition the keys, every key's server is in its range, a
  *    key's parts cover each of its elements exactly once, and each server
@@ -390,6 +393,48 @@ static void check_ranges(struct __test_metadata *_metadata, uint64_t km, uint32_
 		ps_key_range(km, S, ps_key_server(km, S, keys[i]), &lo, &hi);
 		ASSERT_TRUE(keys[i] >= lo && keys[i] < hi);
 	}
+}
+
+/*
+ * The send ring's allocations: oldest freed first, the newest taken back
+ * (a SEND that found no SQE) after older ones were freed meanwhile; the
+ * ring must then be whole again, not kept full by a stale copy of it.
+ */
+TEST(ring_unalloc)
+{
+	struct ps_ring r = { .size = 4096 };
+	long long a, b, c;
+	uint32_t tail;
+
+	a = ps_ring_alloc(&r, 1024);
+	b = ps_ring_alloc(&r, 1024);
+	ASSERT_EQ(0, a);
+	ASSERT_EQ(1024, b);
+	tail = r.tail;
+	c = ps_ring_alloc(&r, 2048);
+	ASSERT_EQ(2048, c);
+	ASSERT_EQ(-1, ps_ring_alloc(&r, 64));
+	/* While c waits for an SQE, the reap frees a and b; c goes back. */
+	ps_ring_free(&r, a, 1024);
+	ps_ring_free(&r, b, 1024);
+	ps_ring_unalloc(&r, tail);
+	EXPECT_EQ(0u, r.live);
+	/* Nothing outstanding: the whole ring is there. */
+	EXPECT_EQ(0, ps_ring_alloc(&r, 4096));
+	/* Wrapped: the newest at 0, taken back, then what its tail was. */
+	r = (struct ps_ring){ .size = 4096 };
+	a = ps_ring_alloc(&r, 3072);
+	b = ps_ring_alloc(&r, 512);
+	ps_ring_free(&r, a, 3072);
+	tail = r.tail;
+	c = ps_ring_alloc(&r, 1024);
+	ASSERT_EQ(0, c);
+	ps_ring_unalloc(&r, tail);
+	EXPECT_EQ(1u, r.live);
+	EXPECT_EQ(3584, ps_ring_alloc(&r, 512));
+	ps_ring_free(&r, b, 512);
+	ps_ring_free(&r, 3584, 512);
+	EXPECT_EQ(0u, r.live);
 }
 
 TEST(shard_covers)

@@ -151,6 +151,7 @@ struct ps_ring {
 };
 
 long long ps_ring_alloc(struct ps_ring *r, uint32_t len);
+void ps_ring_unalloc(struct ps_ring *r, uint32_t tail);
 void ps_ring_free(struct ps_ring *r, uint32_t off, uint32_t len);
 
 int ps_pool_init(struct ps_pool *p, void *base, size_t size);

@@ -131,6 +131,16 @@ long long ps_ring_alloc(struct ps_ring *r, uint32_t len)
 	return off;
 }
 
+/*
+ * Take back the newest allocation, made when the ring's tail was @tail,
+ * whatever was freed since.
+ */
+void ps_ring_unalloc(struct ps_ring *r, uint32_t tail)
+{
+	r->tail = tail;
+	r->live--;
+}
+
 /* Free the oldest allocation, @len bytes at @off. */
 void ps_ring_free(struct ps_ring *r, uint32_t off, uint32_t len)
 {

@@ -521,8 +521,8 @@ static ssize_t rsx_sendv(struct ps_tr_conn *c, const struct iovec *iov, int cnt)
 {
 	struct ps_tr_ctx *x = c->x;
 	struct rdmashare_sqe *sqe;
-	struct ps_ring ring;
 	size_t total = 0, off = 0, n;
+	uint32_t tail;
 	long long rec;
 	const char *p;
 	uint64_t ud;
@@ -541,7 +541,7 @@ static ssize_t rsx_sendv(struct ps_tr_conn *c, const struct iovec *iov, int cnt)
 			continue;
 		}
 		p = (const char *)iov[i].iov_base + off;
-		ring = x->ring;
+		tail = x->ring.tail;
 		rec = -1;
 		if (ps_pool_has(&x->pool, p)) {
 			/* In the pool: sent from where it is. */
@@ -560,9 +560,10 @@ static ssize_t rsx_sendv(struct ps_tr_conn *c, const struct iovec *iov, int cnt)
 		if (!sqe && !rsx_submit(x))
 			sqe = rsx_get_sqe(x);
 		if (!sqe) {
+			/* Not a copy of the ring: rsx_submit() may have freed some of it. */
 			if (rec >= 0) {
 				x->rec_tail--;
-				x->ring = ring;
+				ps_ring_unalloc(&x->ring, tail);
 			}
 			break;
 		}
