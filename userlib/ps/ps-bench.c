@@ -13,7 +13,9 @@
  * Worker 0 prints the goodput (value bytes moved by all W workers, both
  * ways for pushpull, over the time between two barriers around the
  * measured rounds) and its requests' latency percentiles (issue to the
- * return of their ps_wait(), waited for in issue order).  Values to push
+ * return of their ps_wait(), waited for in issue order); every worker, the
+ * time its own measured rounds took (the goodput is the slowest's, so an
+ * unfair transport shows there).  Values to push
  * come from ps_buf_alloc(), so the rdmashare and verbs transports send
  * them without a copy.
  */
@@ -167,6 +169,10 @@ static int run_worker(const struct opts *o, int rank)
 		ret = round_trip(o, w, val, out, ids,
 				 i > o->warmup ? lat + (size_t)(i - o->warmup - 1) * nk : NULL);
 	}
+	/* Each worker's own time: the goodput is the slowest one's. */
+	if (!ret)
+		printf("ps-bench: worker %d took %.3f s for the measured rounds\n", ps_worker_rank(w),
+		       (now_us() - t0) / 1e6);
 	if (!ret)
 		ret = ps_barrier(w, o->timeout_ms);
 	if (!ret && !ps_worker_rank(w))
