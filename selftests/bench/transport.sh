@@ -9,16 +9,18 @@
 #
 # Builds the kernel-QP floor (selftests/bench/kqp, rs_kqp_floor.ko) for
 # the guest's kernel into the results directory, nothing else: run make
-# first.  Results: $RS_BUILD/bench/transport
-# (default build/bench/transport; transport-6.1 for 6.1): the guest's transport.tsv and raw logs
-# under a/, and transport-table.rst, the table printed at the end.
+# first.  Results: $RS_BUILD/bench/transport (default
+# build/bench/transport; transport-6.1 for 6.1): the guest's transport.tsv
+# and raw logs under a/, and transport-table.rst, the table printed at the
+# end.
 #
 # Environment: RS_BENCH_KERNEL (6.12, the default, or 6.1: the guest's
 # stock kernel), RS_BENCH_MODULE (default kmod/rdmashare.ko, built for
 # that kernel), RS_BENCH_FLOOR (an rs_kqp_floor.ko built for that kernel
-# instead of building one), and, passed to the guest, RS_BENCH_REPEAT, RS_BENCH_SCALE,
-# RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SIZES, RS_BENCH_SLOTS, RS_BENCH_SMALL_SLOTS and
-# RS_BENCH_SMALL_SLOT_SIZE (see transport-guest.sh).
+# instead of building one), and, passed to the guest, RS_BENCH_REPEAT,
+# RS_BENCH_SCALE, RS_BENCH_TIME, RS_BENCH_PARTS, RS_BENCH_SIZES,
+# RS_BENCH_SLOTS, RS_BENCH_SMALL_SLOTS and RS_BENCH_SMALL_SLOT_SIZE (see
+# transport-guest.sh).
 
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
