@@ -25,11 +25,26 @@
  * scheduler runs last (SCHED_IDLE, or a positive nice value) does not
  * busy-poll at all: while it holds the CQ for a batch, nobody else polls.
  *
+ * Sleep polling: a thread that goes to sleep in ENTER (after busy polling,
+ * or without) offers to answer the next event of the same QP itself
+ * (rs_qp.poll_sleeper).  The event then wakes that thread instead of
+ * queueing the work, and the thread polls the CQ in its own context: one
+ * wake-up from the completion to the application instead of two (the
+ * work's, then the application's), as a kernel ULP that polls from the
+ * thread it wakes has.  The event hands the thread only what any owner
+ * has (the CQ, unarmed, until whoever polls arms it again), and a thread
+ * that is slow to run must not hold the other tenants' completions up:
+ * the event also starts rs_qp.poll_timer, which queues the work if the
+ * thread has not taken the CQ within sleep_poll_us (NAPI's busy polling
+ * with gro_flush_timeout as the watchdog).  One thread at a time offers,
+ * per QP; threads the scheduler runs last do not (see below).
+ *
  * A busy poller finds its QP by id (rs_cq_ids), under RCU: QP memory is
  * freed after a grace period (qp.c), and the CQ is destroyed only by the
  * teardown, which sets RS_CQ_DEAD (under rs_qp.poll_lock, which a busy
  * poller holds to queue the work) and then takes RS_CQ_OWNED for good.
  */
+#include <linux/hrtimer.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/signal.h>
@@ -108,13 +123,13 @@ static void rs_cq_unclaim(struct rs_qp *qp)
 		queue_work(rs_cq_wq, &qp->poll_work);
 }
 
-static void rs_cq_work(struct work_struct *work)
+/* An event came: poll @qp's CQ, then arm it again; how many were polled. */
+static int rs_cq_answer(struct rs_qp *qp)
 {
-	struct rs_qp *qp = container_of(work, struct rs_qp, poll_work);
 	int done;
 
 	if (!rs_cq_claim(qp, true))
-		return;
+		return 0;
 	/* What came before the claim is polled now. */
 	clear_bit(RS_CQ_MISSED, &qp->poll_state);
 	done = rs_cq_process(qp, RS_CQ_BUDGET);
@@ -122,13 +137,47 @@ static void rs_cq_work(struct work_struct *work)
 	    ib_req_notify_cq(qp->cq, IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS) > 0)
 		queue_work(rs_cq_wq, &qp->poll_work);
 	rs_cq_unclaim(qp);
+	return done;
 }
 
-/* The device's completion event, in whatever context it raises it. */
+static void rs_cq_work(struct work_struct *work)
+{
+	rs_cq_answer(container_of(work, struct rs_qp, poll_work));
+}
+
+/*
+ * A sleep poller did not take the event in time: the work answers it, on
+ * the CPU that took the event (the timer is pinned), not on the poller's.
+ */
+static enum hrtimer_restart rs_cq_timer(struct hrtimer *timer)
+{
+	struct rs_qp *qp = container_of(timer, struct rs_qp, poll_timer);
+
+	queue_work(rs_cq_wq, &qp->poll_work);
+	return HRTIMER_NORESTART;
+}
+
+/*
+ * The device's completion event, in whatever context it raises it: to the
+ * thread that sleeps on the QP, if one does, else to the work.  The task
+ * is freed after a grace period (it may have left ENTER since the swap).
+ */
 static void rs_cq_event(struct ib_cq *cq, void *ctx)
 {
 	struct rs_qp *qp = ctx;
+	struct task_struct *t;
 
+	rcu_read_lock();
+	t = xchg(&qp->poll_sleeper, NULL);
+	if (t) {
+		hrtimer_start(&qp->poll_timer,
+			      ns_to_ktime((u64)READ_ONCE(rs_sleep_poll_us) * NSEC_PER_USEC),
+			      HRTIMER_MODE_REL_PINNED);
+		wake_up_process(t);
+		rcu_read_unlock();
+		return;
+	}
+	rcu_read_unlock();
 	queue_work(rs_cq_wq, &qp->poll_work);
 }
 
@@ -148,6 +197,9 @@ int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev)
 	qp->poll_state = 0;
 	spin_lock_init(&qp->poll_lock);
 	INIT_WORK(&qp->poll_work, rs_cq_work);
+	qp->poll_sleeper = NULL;
+	hrtimer_init(&qp->poll_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED);
+	qp->poll_timer.function = rs_cq_timer;
 	cq = ib_create_cq(ibdev, rs_cq_event, NULL, qp, &attr);
 	if (IS_ERR(cq)) {
 		ret = PTR_ERR(cq);
@@ -206,6 +258,7 @@ void rs_cq_destroy(struct rs_qp *qp)
 	ib_destroy_cq(qp->cq);
 	qp->cq = NULL;
 	/* No event now: a work queued before finds the CQ dead. */
+	hrtimer_cancel(&qp->poll_timer);
 	cancel_work_sync(&qp->poll_work);
 	kfree(qp->wcs);
 	qp->wcs = NULL;
@@ -316,6 +369,49 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 		rs_qp_put(qp);
 	}
 	return ready;
+}
+
+/*
+ * Called from ENTER to sleep until @rf has @min_complete completions (or
+ * one that waits for room fits), a signal or @timeout jiffies: offers to
+ * answer the next event of the QP @rf noted (see above).  What
+ * wait_event_interruptible_timeout() returns.
+ */
+long rs_sleep_poll(struct rs_file *rf, u32 min_complete, long timeout)
+{
+	struct rs_qp *qp = NULL;
+	bool offered = false;
+	long ret;
+	int done;
+
+	if (READ_ONCE(rs_sleep_poll_us) && current->policy != SCHED_IDLE &&
+	    task_nice(current) <= 0)
+		qp = rs_file_poll_qp(rf);
+	for (;;) {
+		/* Another thread offered already: the work, or it, wakes us. */
+		if (qp)
+			offered = !cmpxchg(&qp->poll_sleeper, NULL, current);
+		ret = wait_event_interruptible_timeout(rf->cq_wait,
+						       rs_cq_ready(rf) >= min_complete ||
+						       rs_cq_over_fits(rf) ||
+						       (offered &&
+							READ_ONCE(qp->poll_sleeper) != current),
+						       timeout);
+		/* Withdrawn, unless the event took the offer: then answer it. */
+		if (!offered || cmpxchg(&qp->poll_sleeper, current, NULL) == current)
+			break;
+		hrtimer_try_to_cancel(&qp->poll_timer);
+		done = rs_cq_answer(qp);
+		if (done)
+			rs_qp_stat(qp, RS_STAT_SLEEP_POLLED, done);
+		if (ret <= 0 || rs_cq_ready(rf) >= min_complete || rs_cq_over_fits(rf))
+			break;
+		/* Others' completions only: sleep on, with what is left. */
+		timeout = ret;
+	}
+	if (qp)
+		rs_qp_put(qp);
+	return ret;
 }
 
 int rs_poll_init(void)

@@ -311,6 +311,7 @@ int rs_params_check(void);
 #define RS_MAX_ACS_PER_FILE_LIMIT	BIT(20)
 #define RS_CQ_DEPTH_MAX		BIT(20)
 #define RS_BUSY_POLL_US_MAX	10000	/* busy_poll_us: 10 ms */
+#define RS_SLEEP_POLL_US_MAX	10000	/* sleep_poll_us: 10 ms */
 #define RS_BULK_DELAY_US_MAX	100000	/* bulk_delay_us: 100 ms */
 #define RS_SLOT_ALIGN		64	/* SETUP's rx_slot_size is a multiple */
 /*
@@ -333,6 +334,7 @@ extern unsigned int rs_autocork;
 extern unsigned int rs_inflight_max;
 extern unsigned int rs_bulk_delay_us;
 extern unsigned int rs_busy_poll_us;
+extern unsigned int rs_sleep_poll_us;
 extern unsigned int rs_split;
 extern unsigned int rs_send_depth;
 extern unsigned int rs_data_size_max;
@@ -403,6 +405,7 @@ int rs_enter(struct rs_file *rf, struct rdmashare_enter *e);
 
 /* poll.c: busy polling before ENTER sleeps */
 bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms);
+long rs_sleep_poll(struct rs_file *rf, u32 min_complete, long timeout);
 void rs_complete_op(struct rs_file *rf, const struct rdmashare_sqe *sqe, int res);
 
 /* ac.c: abstract connections */

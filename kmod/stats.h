@@ -42,6 +42,7 @@ enum rs_stat {
 	RS_STAT_WRITE_COPIED,	/* bytes AC file writes copied to send buffers */
 	RS_STAT_READ_COPIED,	/* bytes AC file reads copied out of slots */
 	RS_STAT_RX_ZCOPY,	/* bytes AC file reads got in their own pages */
+	RS_STAT_SLEEP_POLLED,	/* completions a woken waiter polled itself */
 	RS_STAT_NR
 };
 

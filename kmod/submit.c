@@ -338,10 +338,7 @@ int rs_enter(struct rs_file *rf, struct rdmashare_enter *e)
 	 * fit now (the application reaped meanwhile).
 	 */
 	for (;;) {
-		ret = wait_event_interruptible_timeout(rf->cq_wait,
-						       rs_cq_ready(rf) >= e->min_complete ||
-						       rs_cq_over_fits(rf),
-						       timeout);
+		ret = rs_sleep_poll(rf, e->min_complete, timeout);
 		if (ret <= 0 || rs_cq_ready(rf) >= e->min_complete)
 			break;
 		rs_ac_flush_closed(rf);

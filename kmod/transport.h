@@ -20,6 +20,7 @@
 #ifndef _RDMASHARE_TRANSPORT_H
 #define _RDMASHARE_TRANSPORT_H
 
+#include <linux/hrtimer.h>
 #include <linux/kref.h>
 #include <linux/socket.h>
 #include <linux/workqueue.h>
@@ -194,6 +195,9 @@ enum rs_qp_state {
  * @poll_lock: orders a busy poller's queueing of @poll_work before the
  *	teardown's cancelling it
  * @poll_work: polls @cq after the device's completion event
+ * @poll_sleeper: a thread sleeping in ENTER that answers @cq's next event
+ *	itself (poll.c), or NULL
+ * @poll_timer: queues @poll_work if that thread has not polled in time
  * @wcs: the work completions a poll fetches
  * @send_depth: SENDs in flight at most (the send queue, less the drain WR)
  * @max_send_sge: SGEs a SEND may take (RS_TX_MAX_SGE at most)
@@ -265,6 +269,8 @@ struct rs_qp {
 	unsigned long poll_state;
 	spinlock_t poll_lock;		/* see above */
 	struct work_struct poll_work;
+	struct task_struct *poll_sleeper;
+	struct hrtimer poll_timer;
 	struct ib_wc *wcs;
 	u32 send_depth;
 	u32 max_send_sge;

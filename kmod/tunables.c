@@ -39,6 +39,12 @@ unsigned int rs_pullup_max = 4096;
 unsigned int rs_autocork = 1;
 /* A thread waiting in ENTER polls its QP's CQ this long first, us; 0: never. */
 unsigned int rs_busy_poll_us;
+/*
+ * A thread that sleeps in ENTER answers its QP's next completion event
+ * itself; the work item takes over if it has not polled within this, us;
+ * 0: events always go to the work item.
+ */
+unsigned int rs_sleep_poll_us = 1000;
 /* Bytes of SENDs in flight per QP past which no more are posted. */
 unsigned int rs_inflight_max = SZ_128K;
 /*
@@ -185,6 +191,7 @@ RS_TUNABLE(inflight_max, rs_inflight_max, 1, SZ_1G, NULL);
 RS_TUNABLE(bulk_delay_us, rs_bulk_delay_us, 0, RS_BULK_DELAY_US_MAX, NULL);
 /* Applies to the next wait in ENTER. */
 RS_TUNABLE(busy_poll_us, rs_busy_poll_us, 0, RS_BUSY_POLL_US_MAX, NULL);
+RS_TUNABLE(sleep_poll_us, rs_sleep_poll_us, 0, RS_SLEEP_POLL_US_MAX, NULL);
 /* Applies to ACs opened after the write. */
 RS_TUNABLE(credits_per_ac, rs_credits_per_ac, 1, RS_PROTO_MAX_CREDITS, NULL);
 /* Applies to QPs set up after the write. */
@@ -249,6 +256,7 @@ static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_inflight_max.attr.attr,
 	&rs_tunable_bulk_delay_us.attr.attr,
 	&rs_tunable_busy_poll_us.attr.attr,
+	&rs_tunable_sleep_poll_us.attr.attr,
 	&rs_tunable_credits_per_ac.attr.attr,
 	&rs_tunable_send_depth.attr.attr,
 	&rs_tunable_max_data_size.attr.attr,
