@@ -28,7 +28,8 @@
 # RS_BENCH_THREADS (default "1 2 4 8 16"), RS_BENCH_SIZES (default
 # "64 4096 65536"), RS_BENCH_CREDITS (credits_per_ac for the throughput
 # runs, default 64), RS_BENCH_LAT_BULK (bulk senders behind which the
-# ping-pong runs, default 2).
+# ping-pong runs, default 2), RS_BENCH_QPS (qps_per_peer for the whole run;
+# default: the module's).
 
 set -euo pipefail
 
@@ -43,6 +44,7 @@ threads_list=${RS_BENCH_THREADS:-1 2 4 8 16}
 sizes=${RS_BENCH_SIZES:-64 4096 65536}
 tput_credits=${RS_BENCH_CREDITS:-64}
 lat_bulk=${RS_BENCH_LAT_BULK:-2}
+qps=${RS_BENCH_QPS:-}
 res=$work/sched.tsv
 logroot=$work/sched-logs
 logs=$logroot
@@ -229,6 +231,8 @@ for f in mutexqp rsbench; do
 done
 saved_split=$(cat "$sys/split")
 saved_credits=$(cat "$sys/credits_per_ac")
+# Before the first AC: QPs, once up, stay for the boot.
+[ -z "$qps" ] || sysfs_set qps_per_peer "$qps" || exit 1
 
 log "$(uname -r), $(nproc) CPUs, rxe0 on $ip, scale $scale, $(date -u +%FT%TZ)"
 {
