@@ -177,12 +177,16 @@ void rs_acfile_connect_stop(struct rs_ac *ac);
 /*
  * Wait on @ac's queue for @cond, at most *@timeo jiffies (SO_RCVTIMEO,
  * SO_SNDTIMEO), which keeps what is left: 0 once @cond holds, -EAGAIN
- * when the time ran out (as a socket's), -ERESTARTSYS for a signal.
+ * when the time ran out (as a socket's), -ERESTARTSYS for a signal.  The
+ * waiter answers the completion events of @ac's QP itself while it
+ * sleeps (rs_wait_sleep_polling(), transport.h).
  */
 #define rs_acfile_wait(ac, cond, timeo)					\
 ({									\
+	struct rs_ac *__ac = (ac);					\
 	long *__timeo = (timeo);					\
-	long __left = wait_event_interruptible_timeout((ac)->wait, cond, *__timeo); \
+	long __left = rs_wait_sleep_polling(READ_ONCE(__ac->qp), __ac->wait, \
+					    cond, *__timeo);		\
 									\
 	if (__left > 0)							\
 		*__timeo = __left;					\

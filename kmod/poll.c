@@ -372,43 +372,59 @@ bool rs_busy_poll(struct rs_file *rf, u32 min_complete, u32 timeout_ms)
 }
 
 /*
+ * A thread about to sleep for completions of @qp (NULL: none known):
+ * offer to answer its next event (see above).  True if it did; it must
+ * then call rs_sleep_withdraw() once awake, and wake up (besides for its
+ * own condition) when rs_sleep_taken().
+ */
+bool rs_sleep_offer(struct rs_qp *qp)
+{
+	if (!qp || !READ_ONCE(rs_sleep_poll_us) || current->policy == SCHED_IDLE ||
+	    task_nice(current) > 0)
+		return false;
+	/* Another thread offered already: the work, or it, wakes us. */
+	return !cmpxchg(&qp->poll_sleeper, NULL, current);
+}
+
+/* Has an event taken this thread's offer? */
+bool rs_sleep_taken(struct rs_qp *qp)
+{
+	return READ_ONCE(qp->poll_sleeper) != current;
+}
+
+/*
+ * Withdraw the offer, awake; if an event took it, answer the event.  True
+ * if it did (what this thread waits for may have come).
+ */
+bool rs_sleep_withdraw(struct rs_qp *qp)
+{
+	int done;
+
+	if (cmpxchg(&qp->poll_sleeper, current, NULL) == current)
+		return false;
+	hrtimer_try_to_cancel(&qp->poll_timer);
+	done = rs_cq_answer(qp);
+	if (done)
+		rs_qp_stat(qp, RS_STAT_SLEEP_POLLED, done);
+	return true;
+}
+
+/*
  * Called from ENTER to sleep until @rf has @min_complete completions (or
- * one that waits for room fits), a signal or @timeout jiffies: offers to
- * answer the next event of the QP @rf noted (see above).  What
+ * one that waits for room fits), a signal or @timeout jiffies, answering
+ * the events of the QP @rf noted.  What
  * wait_event_interruptible_timeout() returns.
  */
 long rs_sleep_poll(struct rs_file *rf, u32 min_complete, long timeout)
 {
 	struct rs_qp *qp = NULL;
-	bool offered = false;
 	long ret;
-	int done;
 
-	if (READ_ONCE(rs_sleep_poll_us) && current->policy != SCHED_IDLE &&
-	    task_nice(current) <= 0)
+	if (READ_ONCE(rs_sleep_poll_us))
 		qp = rs_file_poll_qp(rf);
-	for (;;) {
-		/* Another thread offered already: the work, or it, wakes us. */
-		if (qp)
-			offered = !cmpxchg(&qp->poll_sleeper, NULL, current);
-		ret = wait_event_interruptible_timeout(rf->cq_wait,
-						       rs_cq_ready(rf) >= min_complete ||
-						       rs_cq_over_fits(rf) ||
-						       (offered &&
-							READ_ONCE(qp->poll_sleeper) != current),
-						       timeout);
-		/* Withdrawn, unless the event took the offer: then answer it. */
-		if (!offered || cmpxchg(&qp->poll_sleeper, current, NULL) == current)
-			break;
-		hrtimer_try_to_cancel(&qp->poll_timer);
-		done = rs_cq_answer(qp);
-		if (done)
-			rs_qp_stat(qp, RS_STAT_SLEEP_POLLED, done);
-		if (ret <= 0 || rs_cq_ready(rf) >= min_complete || rs_cq_over_fits(rf))
-			break;
-		/* Others' completions only: sleep on, with what is left. */
-		timeout = ret;
-	}
+	ret = rs_wait_sleep_polling(qp, rf->cq_wait,
+				    rs_cq_ready(rf) >= min_complete || rs_cq_over_fits(rf),
+				    timeout);
 	if (qp)
 		rs_qp_put(qp);
 	return ret;

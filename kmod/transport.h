@@ -708,6 +708,34 @@ int rs_cq_create(struct rs_qp *qp, struct ib_device *ibdev);
 void rs_cq_stop(struct rs_qp *qp);
 void rs_cq_destroy(struct rs_qp *qp);
 void rs_file_note_qp(struct rs_file *rf, struct rs_qp *qp);
+bool rs_sleep_offer(struct rs_qp *qp);
+bool rs_sleep_taken(struct rs_qp *qp);
+bool rs_sleep_withdraw(struct rs_qp *qp);
+
+/*
+ * wait_event_interruptible_timeout() on @wq for @cond, for at most
+ * @timeout jiffies, by a thread that waits for completions of @qp (NULL:
+ * none known): it answers @qp's events itself while it sleeps
+ * (sleep_poll_us, poll.c), then looks at @cond again, with the time left
+ * (none: once, without sleeping).  What wait_event_interruptible_timeout()
+ * returns.
+ */
+#define rs_wait_sleep_polling(qp, wq, cond, timeout)			\
+({									\
+	struct rs_qp *__qp = (qp);					\
+	long __t = (timeout), __ret;					\
+	bool __off;							\
+									\
+	for (;;) {							\
+		__off = rs_sleep_offer(__qp);				\
+		__ret = wait_event_interruptible_timeout(wq, (cond) ||	\
+				(__off && rs_sleep_taken(__qp)), __t);	\
+		if (!__off || !rs_sleep_withdraw(__qp) || __ret < 0)	\
+			break;						\
+		__t = __ret;						\
+	}								\
+	__ret;								\
+})
 int rs_poll_init(void);
 void rs_poll_exit(void);
 

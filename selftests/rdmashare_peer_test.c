@@ -438,8 +438,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Twenty-nine tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(29, n);
+	/* Thirty tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(30, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

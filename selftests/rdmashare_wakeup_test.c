@@ -26,7 +26,8 @@
  *    waits answer their QP's completion events themselves (the device's
  *    sleep_polled grows; it does not with sleep_poll_us 0), every message
  *    intact; values over 10000 us are refused; a wait that offered still
- *    ends at its timeout, and a signal still ends it;
+ *    ends at its timeout, and a signal still ends it; and so do the
+ *    blocking reads of a ping-pong on AC files;
  *  - completion_budget: a completion consumes 64 SQEs, the file's work
  *    item 1024 more, then ENTER is asked for;
  *  - starved_poller: a busy poller that does not get the CPU does not
@@ -533,12 +534,34 @@ TEST_F_TIMEOUT(wk, busy_poll, 240)
 	raw_close(&idle);
 }
 
+/* @len bytes from @fd, in blocking reads; false if they did not come. */
+static bool read_blocking(int fd, unsigned char *buf, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = read(fd, buf, len);
+		if (n <= 0)
+			return false;
+		buf += n;
+		len -= n;
+	}
+	return true;
+}
+
 TEST_F_TIMEOUT(wk, sleep_poll, 240)
 {
+	struct rdmashare_setup p = {
+		.flags = RDMASHARE_SETUP_FILES, .files_size = 1 << 20,
+		.data_size = 1 << 20, .rx_slots = 64,
+	};
+	struct sockaddr_in sin = addr_of(PORT + 11);
+	unsigned char out[MSG], in[MSG];
+	int ac, l, cfd, sfd, mode, i;
+	struct rdmashare *rs;
 	long polled[2];
 	struct raw c;
 	pid_t pid;
-	int ac;
 
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/busy_poll_us", "0"));
 	poll_round_trips(_metadata, "sleep_poll_us", "1000", "sleep_polled", PORT + 8,
@@ -553,6 +576,39 @@ TEST_F_TIMEOUT(wk, sleep_poll, 240)
 	ASSERT_EQ(0, rdmashare_flush(c.rs, 10000));
 	raw_close(&c);
 	EXPECT_EQ(0, rs_wait_child(pid));
+
+	/* AC files: their blocking reads answer the events too. */
+	rs = rs_open_with(&p);
+	ASSERT_NE(NULL, rs);
+	l = rdmashare_listen_files(rs, PORT + 11, 4);
+	ASSERT_LE(0, l);
+	cfd = rdmashare_connect_file(rs, (struct sockaddr *)&sin, 20000, 0, 0);
+	ASSERT_LE(0, cfd);
+	sfd = rdmashare_accept_file(rs, l, 20000, 0, 0);
+	ASSERT_LE(0, sfd);
+	/* A lost message fails the test; it does not hang it. */
+	ASSERT_EQ(0, rdmashare_file_set_timeout(cfd, SO_RCVTIMEO, 20000000));
+	ASSERT_EQ(0, rdmashare_file_set_timeout(sfd, SO_RCVTIMEO, 20000000));
+	for (mode = 0; mode < 2; mode++) {
+		ASSERT_EQ(0, rs_write_file(RS_SYSFS "/sleep_poll_us", mode ? "1000" : "0"));
+		polled[mode] = rs_device_stat("sleep_polled");
+		for (i = 0; i < 200; i++) {
+			memset(out, i + mode, sizeof(out));
+			ASSERT_EQ(MSG, write(cfd, out, MSG));
+			ASSERT_TRUE(read_blocking(sfd, in, MSG));
+			ASSERT_EQ(MSG, write(sfd, in, MSG));
+			ASSERT_TRUE(read_blocking(cfd, in, MSG));
+			ASSERT_EQ(0, memcmp(in, out, MSG)) TH_LOG("round trip %d", i);
+		}
+		polled[mode] = rs_device_stat("sleep_polled") - polled[mode];
+	}
+	TH_LOG("AC files: completions sleep-polled in 200 round trips: %ld with 0, %ld with 1000",
+	       polled[0], polled[1]);
+	EXPECT_EQ(0, polled[0]);
+	EXPECT_LT(0, polled[1]);
+	close(cfd);
+	close(sfd);
+	rdmashare_close(rs);
 }
 
 /*
