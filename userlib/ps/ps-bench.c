@@ -27,20 +27,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ps.h"
+#include "ps_cli.h"
 
 enum mode { M_PUSH, M_PULL, M_PUSHPULL };
 static const char *const mode_name[] = { "push", "pull", "pushpull" };
 
 struct opts {
-	const char *host, *transport;
-	unsigned int port;
-	int local, server, worker;
-	unsigned int S, W, keys, rounds, warmup, pipeline;
+	struct ps_job job;
+	unsigned int keys, rounds, warmup;
 	size_t size;
 	enum mode mode;
 	int timeout_ms;
@@ -59,13 +57,13 @@ static struct ps_config node_config(const struct opts *o, int rank)
 	uint32_t n = o->size / sizeof(float);
 
 	return (struct ps_config){
-		.transport = o->transport, .root_host = o->host, .root_port = o->port,
-		.rank = rank, .num_servers = o->S, .num_workers = o->W, .mode = PS_ASYNC,
-		.lr = 1.0f, .key_max = (uint64_t)o->S * o->keys,
+		.transport = o->job.transport, .root_host = o->job.host, .root_port = o->job.port,
+		.rank = rank, .num_servers = o->job.S, .num_workers = o->job.W, .mode = PS_ASYNC,
+		.lr = 1.0f, .key_max = (uint64_t)o->job.S * o->keys,
 		/* Keys whole on their server, as ps-lite's benchmark keeps them. */
-		.big_bound = n, .pipeline = o->pipeline, .timeout_ms = o->timeout_ms,
+		.big_bound = n, .pipeline = o->job.pipeline, .timeout_ms = o->job.timeout_ms,
 		/* Every key's values to push, and the answers on their way. */
-		.buf_size = (size_t)o->S * o->keys * o->size + (8 << 20),
+		.buf_size = (size_t)o->job.S * o->keys * o->size + (8 << 20),
 	};
 }
 
@@ -90,7 +88,7 @@ static int cmp_double(const void *a, const void *b)
 static int round_trip(const struct opts *o, struct ps_worker *w, float **val, float **out,
 		      int *ids, double *lat)
 {
-	unsigned int k, nk = o->S * o->keys;
+	unsigned int k, nk = o->job.S * o->keys;
 	uint32_t n = o->size / sizeof(float);
 	double t0 = now_us();
 	int ret = 0, r;
@@ -104,7 +102,7 @@ static int round_trip(const struct opts *o, struct ps_worker *w, float **val, fl
 			ids[k] = ps_pushpull(w, k, val[k], out[k], n, 0, NULL);
 	}
 	for (k = 0; k < nk; k++) {
-		r = ids[k] < 0 ? ids[k] : ps_wait(w, ids[k], o->timeout_ms);
+		r = ids[k] < 0 ? ids[k] : ps_wait(w, ids[k], o->job.timeout_ms);
 		if (lat)
 			lat[k] = now_us() - t0;
 		if (r && !ret)
@@ -115,13 +113,13 @@ static int round_trip(const struct opts *o, struct ps_worker *w, float **val, fl
 
 static void report(const struct opts *o, double secs, double *lat, size_t nlat)
 {
-	double bytes = (double)o->W * o->rounds * o->S * o->keys * o->size;
+	double bytes = (double)o->job.W * o->rounds * o->job.S * o->keys * o->size;
 
 	if (o->mode == M_PUSHPULL)
 		bytes *= 2;
 	qsort(lat, nlat, sizeof(*lat), cmp_double);
 	printf("ps-bench: transport %s S %u W %u keys/server %u size %zu mode %s rounds %u\n",
-	       o->transport, o->S, o->W, o->keys, o->size, mode_name[o->mode], o->rounds);
+	       o->job.transport, o->job.S, o->job.W, o->keys, o->size, mode_name[o->mode], o->rounds);
 	printf("ps-bench: goodput %.1f MB/s in %.3f s; latency us p50 %.0f p90 %.0f p99 %.0f "
 	       "max %.0f (%zu requests)\n", bytes / secs / 1e6, secs, lat[nlat / 2],
 	       lat[nlat * 9 / 10], lat[nlat * 99 / 100], lat[nlat - 1], nlat);
@@ -130,7 +128,7 @@ static void report(const struct opts *o, double secs, double *lat, size_t nlat)
 static int run_worker(const struct opts *o, int rank)
 {
 	struct ps_config cfg = node_config(o, rank);
-	unsigned int k, i, nk = o->S * o->keys;
+	unsigned int k, i, nk = o->job.S * o->keys;
 	float **val = calloc(nk, sizeof(*val)), **out = calloc(nk, sizeof(*out));
 	double *lat = calloc((size_t)nk * o->rounds, sizeof(*lat)), t0 = 0;
 	int *ids = calloc(nk, sizeof(*ids)), ret;
@@ -151,18 +149,18 @@ static int run_worker(const struct opts *o, int rank)
 		for (k = 0; k < nk && !ret; k++)
 			ids[k] = ps_init(w, k, val[k], o->size / sizeof(float));
 		for (k = 0; k < nk; k++) {
-			int r = ids[k] < 0 ? ids[k] : ps_wait(w, ids[k], o->timeout_ms);
+			int r = ids[k] < 0 ? ids[k] : ps_wait(w, ids[k], o->job.timeout_ms);
 
 			ret = ret ? ret : r;
 		}
 	}
 	/* The keys exist before anybody uses them. */
 	if (!ret)
-		ret = ps_barrier(w, o->timeout_ms);
+		ret = ps_barrier(w, o->job.timeout_ms);
 	for (i = 0; i < o->warmup + 1 + o->rounds && !ret; i++) {
 		if (i == o->warmup) {
 			/* Everybody starts the measured rounds together. */
-			ret = ps_barrier(w, o->timeout_ms);
+			ret = ps_barrier(w, o->job.timeout_ms);
 			t0 = now_us();
 			continue;
 		}
@@ -174,7 +172,7 @@ static int run_worker(const struct opts *o, int rank)
 		printf("ps-bench: worker %d took %.3f s for the measured rounds\n", ps_worker_rank(w),
 		       (now_us() - t0) / 1e6);
 	if (!ret)
-		ret = ps_barrier(w, o->timeout_ms);
+		ret = ps_barrier(w, o->job.timeout_ms);
 	if (!ret && !ps_worker_rank(w))
 		report(o, (now_us() - t0) / 1e6, lat, (size_t)nk * o->rounds);
 	for (k = 0; w && k < nk; k++) {
@@ -195,33 +193,12 @@ static int run_worker(const struct opts *o, int rank)
 	return ret ? 1 : 0;
 }
 
-/* The job's nodes as children of this process; 0 if every one succeeded. */
-static int run_local(const struct opts *o)
+/* Node @i of the job: the servers, then the workers. */
+static int run_node(const void *ctx, unsigned int i)
 {
-	unsigned int n = o->S + o->W, i, failed = 0;
-	int st;
-	pid_t pid;
+	const struct opts *o = ctx;
 
-	fflush(stdout);
-	for (i = 0; i < n; i++) {
-		pid = fork();
-		if (pid < 0) {
-			perror("ps-bench: fork");
-			failed++;
-			n = i;
-			break;
-		}
-		if (!pid) {
-			st = i < o->S ? run_server(o, i) : run_worker(o, i - o->S);
-			fflush(stdout);
-			_exit(st);
-		}
-	}
-	/* Every child, whatever order they end in. */
-	for (i = 0; i < n; i++)
-		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
-			failed++;
-	return failed ? 1 : 0;
+	return i < o->job.S ? run_server(o, i) : run_worker(o, i - o->job.S);
 }
 
 static void __attribute__((noreturn)) usage(void)
@@ -238,13 +215,8 @@ static void __attribute__((noreturn)) usage(void)
 static unsigned long num(const char *s, unsigned long min, unsigned long max)
 {
 	unsigned long v;
-	char *end;
 
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (*end == 'K' || *end == 'M')
-		v <<= *end++ == 'K' ? 10 : 20;
-	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+	if (!ps_cli_num(s, min, max, &v))
 		usage();
 	return v;
 }
@@ -252,52 +224,22 @@ static unsigned long num(const char *s, unsigned long min, unsigned long max)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "local", no_argument, NULL, 'l' }, { "server", required_argument, NULL, 's' },
-		{ "worker", required_argument, NULL, 'w' }, { "host", required_argument, NULL, 'H' },
-		{ "port", required_argument, NULL, 'p' }, { "servers", required_argument, NULL, 'S' },
-		{ "workers", required_argument, NULL, 'W' },
-		{ "transport", required_argument, NULL, 'X' },
+		PS_JOB_LONGOPTS,
 		{ "keys", required_argument, NULL, 'k' }, { "size", required_argument, NULL, 'v' },
 		{ "mode", required_argument, NULL, 'm' }, { "rounds", required_argument, NULL, 'r' },
-		{ "warmup", required_argument, NULL, 'u' },
-		{ "pipeline", required_argument, NULL, 'P' },
-		{ "timeout", required_argument, NULL, 'o' }, { NULL, 0, NULL, 0 },
+		{ "warmup", required_argument, NULL, 'u' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
-		.host = "127.0.0.1", .transport = "sockets", .port = 9500, .server = -1,
-		.worker = -1, .S = 1, .W = 2, .keys = 4, .rounds = 20, .warmup = 2,
-		.pipeline = 16, .size = 4096, .mode = M_PUSHPULL, .timeout_ms = 60000,
+		.job = {
+			.host = "127.0.0.1", .transport = "sockets", .port = 9500, .server = -1,
+			.worker = -1, .S = 1, .W = 2, .pipeline = 16, .timeout_ms = 60000,
+		},
+		.keys = 4, .rounds = 20, .warmup = 2, .size = 4096, .mode = M_PUSHPULL,
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "H:p:S:W:", lo, NULL)) != -1) {
+	while ((c = ps_cli_getopt(argc, argv, lo, &o.job)) != -1) {
 		switch (c) {
-		case 'l':
-			o.local = 1;
-			break;
-		case 's':
-			o.server = num(optarg, 0, 4095);
-			break;
-		case 'w':
-			o.worker = num(optarg, 0, 4095);
-			break;
-		case 'H':
-			o.host = optarg;
-			break;
-		case 'p':
-			o.port = num(optarg, 1, 65535);
-			break;
-		case 'S':
-			o.S = num(optarg, 1, 4096);
-			break;
-		case 'W':
-			o.W = num(optarg, 1, 4096);
-			break;
-		case 'X':
-			if (!ps_transport_ok(optarg))
-				usage();
-			o.transport = optarg;
-			break;
 		case 'k':
 			o.keys = num(optarg, 1, 1 << 16);
 			break;
@@ -318,20 +260,13 @@ int main(int argc, char **argv)
 		case 'u':
 			o.warmup = num(optarg, 0, 1 << 24);
 			break;
-		case 'P':
-			o.pipeline = num(optarg, 1, 1 << 16);
-			break;
-		case 'o':
-			o.timeout_ms = num(optarg, 1, INT_MAX);
-			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc || o.local + (o.server >= 0) + (o.worker >= 0) != 1 ||
-	    (uint64_t)o.S * o.keys > UINT32_MAX)
+	if (optind != argc || !ps_cli_job_ok(&o.job) || (uint64_t)o.job.S * o.keys > UINT32_MAX)
 		usage();
-	if (o.local)
-		return run_local(&o);
-	return o.server >= 0 ? run_server(&o, o.server) : run_worker(&o, o.worker);
+	if (o.job.local)
+		return ps_cli_run_local(&o.job, run_node, &o, "ps-bench");
+	return o.job.server >= 0 ? run_server(&o, o.job.server) : run_worker(&o, o.job.worker);
 }

@@ -28,23 +28,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ps.h"
+#include "ps_cli.h"
 
 #define NPIX	784
 #define NCLASS	10
 #define MAXKEYS	4
 
 struct opts {
-	const char *host, *data, *transport;
-	unsigned int port;
-	int local, server, worker;
-	unsigned int S, W;
+	struct ps_job job;
+	const char *data;
 	bool mlp;
-	unsigned int hidden, epochs, batch, ntrain, ntest, big_bound, pipeline;
+	unsigned int hidden, epochs, batch, ntrain, ntest, big_bound;
 	float lr;
 	unsigned long long seed;
 	int timeout_ms;
@@ -329,10 +327,10 @@ static uint64_t weights_hash(const struct model *m)
 static struct ps_config node_config(const struct opts *o, int rank)
 {
 	return (struct ps_config){
-		.transport = o->transport, .root_host = o->host, .root_port = o->port, .rank = rank,
-		.num_servers = o->S, .num_workers = o->W, .mode = PS_SYNC, .lr = o->lr,
-		.key_max = MAXKEYS, .big_bound = o->big_bound, .pipeline = o->pipeline,
-		.timeout_ms = o->timeout_ms,
+		.transport = o->job.transport, .root_host = o->job.host, .root_port = o->job.port, .rank = rank,
+		.num_servers = o->job.S, .num_workers = o->job.W, .mode = PS_SYNC, .lr = o->lr,
+		.key_max = MAXKEYS, .big_bound = o->big_bound, .pipeline = o->job.pipeline,
+		.timeout_ms = o->job.timeout_ms,
 	};
 }
 
@@ -424,7 +422,7 @@ static int train(const struct opts *o, struct ps_worker *w, struct model *m,
 					m->g[k][i] /= o->batch;
 			comp += now_s() - t0;
 			t0 = now_s();
-			ret = exchange(w, m, true, iter++, o->timeout_ms);
+			ret = exchange(w, m, true, iter++, o->job.timeout_ms);
 			comm += now_s() - t0;
 			if (ret)
 				goto out;
@@ -469,18 +467,18 @@ static int run_worker(const struct opts *o, int rank)
 		model_random(&m, o->seed);
 		for (k = 0; k < (int)m.nkeys && !ret; k++) {
 			id = ps_init(w, k, m.w[k], m.len[k]);
-			ret = id < 0 ? id : ps_wait(w, id, o->timeout_ms);
+			ret = id < 0 ? id : ps_wait(w, id, o->job.timeout_ms);
 		}
 	}
 	if (!ret)
-		ret = ps_barrier(w, o->timeout_ms);
+		ret = ps_barrier(w, o->job.timeout_ms);
 	/* Version 0 for everyone, then the training. */
 	if (!ret)
-		ret = exchange(w, &m, false, 0, o->timeout_ms);
+		ret = exchange(w, &m, false, 0, o->job.timeout_ms);
 	if (!ret)
 		ret = train(o, w, &m, &tr, &te);
 	if (!ret)
-		ret = ps_barrier(w, o->timeout_ms);
+		ret = ps_barrier(w, o->job.timeout_ms);
 out:
 	if (w) {
 		k = ps_worker_destroy(w);
@@ -499,34 +497,12 @@ out:
 	return ret ? 1 : 0;
 }
 
-/* Every node of the job, forked here; 0 if all of them succeeded. */
-static int run_local(const struct opts *o)
+/* Node @i of the job: the servers, then the workers. */
+static int run_node(const void *ctx, unsigned int i)
 {
-	pid_t pids[2 * 4096];
-	unsigned int i, n = 0;
-	int st, ret = 0;
+	const struct opts *o = ctx;
 
-	fflush(stdout);
-	for (i = 0; i < o->S + o->W; i++) {
-		pids[n] = fork();
-		if (pids[n] < 0) {
-			perror("ps-train: fork");
-			ret = 1;
-			break;
-		}
-		if (!pids[n]) {
-			ret = i < o->S ? run_server(o, i) : run_worker(o, i - o->S);
-			/* _exit() would lose what stdio holds. */
-			fflush(stdout);
-			_exit(ret);
-		}
-		n++;
-	}
-	for (i = 0; i < n; i++) {
-		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) || WEXITSTATUS(st))
-			ret = 1;
-	}
-	return ret;
+	return i < o->job.S ? run_server(o, i) : run_worker(o, i - o->job.S);
 }
 
 static void __attribute__((noreturn)) usage(void)
@@ -540,15 +516,12 @@ static void __attribute__((noreturn)) usage(void)
 	exit(2);
 }
 
-/* @s as a whole number up to @max, or the usage. */
-static unsigned long num(const char *s, unsigned long max)
+/* @s as a whole number from @min to @max, or the usage. */
+static unsigned long num(const char *s, unsigned long min, unsigned long max)
 {
 	unsigned long v;
-	char *end;
 
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || end == s || *end || *s == '-' || v > max)
+	if (!ps_cli_num(s, min, max, &v))
 		usage();
 	return v;
 }
@@ -556,103 +529,70 @@ static unsigned long num(const char *s, unsigned long max)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "local", no_argument, NULL, 'l' }, { "server", required_argument, NULL, 's' },
-		{ "worker", required_argument, NULL, 'w' }, { "host", required_argument, NULL, 'H' },
-		{ "port", required_argument, NULL, 'p' }, { "servers", required_argument, NULL, 'S' },
-		{ "workers", required_argument, NULL, 'W' }, { "model", required_argument, NULL, 'm' },
-		{ "hidden", required_argument, NULL, 'h' }, { "epochs", required_argument, NULL, 'e' },
-		{ "batch", required_argument, NULL, 'b' }, { "lr", required_argument, NULL, 'r' },
-		{ "seed", required_argument, NULL, 'x' }, { "train", required_argument, NULL, 't' },
-		{ "test", required_argument, NULL, 'T' }, { "data", required_argument, NULL, 'd' },
-		{ "big-bound", required_argument, NULL, 'B' },
-		{ "pipeline", required_argument, NULL, 'P' },
-		{ "timeout", required_argument, NULL, 'o' },
-		{ "transport", required_argument, NULL, 'X' }, { NULL, 0, NULL, 0 },
+		PS_JOB_LONGOPTS,
+		{ "model", required_argument, NULL, 'm' }, { "hidden", required_argument, NULL, 'h' },
+		{ "epochs", required_argument, NULL, 'e' }, { "batch", required_argument, NULL, 'b' },
+		{ "lr", required_argument, NULL, 'r' }, { "seed", required_argument, NULL, 'x' },
+		{ "train", required_argument, NULL, 't' }, { "test", required_argument, NULL, 'T' },
+		{ "data", required_argument, NULL, 'd' },
+		{ "big-bound", required_argument, NULL, 'B' }, { NULL, 0, NULL, 0 },
 	};
 	struct opts o = {
-		.host = "127.0.0.1", .port = 9400, .server = -1, .worker = -1, .S = 1, .W = 2,
+		.job = {
+			.host = "127.0.0.1", .transport = "sockets", .port = 9400, .server = -1,
+			.worker = -1, .S = 1, .W = 2, .timeout_ms = 60000,
+		},
 		.mlp = true, .hidden = 32, .epochs = 1, .batch = 32, .lr = 0.1f, .seed = 1,
-		.data = "/usr/share/datasets/fashion-mnist", .timeout_ms = 60000,
+		.data = "/usr/share/datasets/fashion-mnist",
 	};
+	char *end;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "H:p:S:W:", lo, NULL)) != -1) {
+	while ((c = ps_cli_getopt(argc, argv, lo, &o.job)) != -1) {
 		switch (c) {
-		case 'l':
-			o.local = 1;
-			break;
-		case 's':
-			o.server = num(optarg, 4095);
-			break;
-		case 'w':
-			o.worker = num(optarg, 4095);
-			break;
-		case 'H':
-			o.host = optarg;
-			break;
-		case 'p':
-			o.port = num(optarg, 65535);
-			break;
-		case 'S':
-			o.S = num(optarg, 4096);
-			break;
-		case 'W':
-			o.W = num(optarg, 4096);
-			break;
 		case 'm':
 			if (strcmp(optarg, "mlp") && strcmp(optarg, "softmax"))
 				usage();
 			o.mlp = !strcmp(optarg, "mlp");
 			break;
 		case 'h':
-			o.hidden = num(optarg, 1 << 16);
+			o.hidden = num(optarg, 0, 1 << 16);
 			break;
 		case 'e':
-			o.epochs = num(optarg, 1 << 20);
+			o.epochs = num(optarg, 0, 1 << 20);
 			break;
 		case 'b':
-			o.batch = num(optarg, 1 << 20);
+			o.batch = num(optarg, 1, 1 << 20);
 			break;
 		case 'r':
-			o.lr = strtof(optarg, NULL);
+			o.lr = strtof(optarg, &end);
+			if (end == optarg || *end)
+				usage();
 			break;
 		case 'x':
-			o.seed = num(optarg, ULONG_MAX);
+			o.seed = num(optarg, 0, ULONG_MAX);
 			break;
 		case 't':
-			o.ntrain = num(optarg, 1 << 30);
+			o.ntrain = num(optarg, 0, 1 << 30);
 			break;
 		case 'T':
-			o.ntest = num(optarg, 1 << 30);
+			o.ntest = num(optarg, 0, 1 << 30);
 			break;
 		case 'd':
 			o.data = optarg;
 			break;
 		case 'B':
-			o.big_bound = num(optarg, UINT32_MAX);
-			break;
-		case 'P':
-			o.pipeline = num(optarg, 1 << 16);
-			break;
-		case 'o':
-			o.timeout_ms = num(optarg, INT_MAX);
-			break;
-		case 'X':
-			if (!ps_transport_ok(optarg))
-				usage();
-			o.transport = optarg;
+			o.big_bound = num(optarg, 0, UINT32_MAX);
 			break;
 		default:
 			usage();
 		}
 	}
-	if (optind != argc || o.local + (o.server >= 0) + (o.worker >= 0) != 1 || !o.port ||
-	    !o.S || !o.W || !o.batch ||
-	    (o.mlp && !o.hidden) || !isfinite(o.lr))
+	if (optind != argc || !ps_cli_job_ok(&o.job) || (o.mlp && !o.hidden) || !isfinite(o.lr))
 		usage();
 	if (!o.mlp)
 		o.hidden = 0;
-	if (o.local)
-		return run_local(&o);
-	return o.server >= 0 ? run_server(&o, o.server) : run_worker(&o, o.worker);
+	if (o.job.local)
+		return ps_cli_run_local(&o.job, run_node, &o, "ps-train");
+	return o.job.server >= 0 ? run_server(&o, o.job.server) : run_worker(&o, o.job.worker);
 }
