@@ -42,9 +42,10 @@ unsigned int rs_busy_poll_us;
 /*
  * A thread that sleeps in ENTER answers its QP's next completion event
  * itself; the work item takes over if it has not polled within this, us;
- * 0: events always go to the work item.
+ * 0: events always go to the work item.  Off by default: see
+ * Documentation/benchmarks-history.rst, "Sleep polling".
  */
-unsigned int rs_sleep_poll_us = 1000;
+unsigned int rs_sleep_poll_us;
 /* Bytes of SENDs in flight per QP past which no more are posted. */
 unsigned int rs_inflight_max = SZ_128K;
 /*
