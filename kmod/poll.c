@@ -25,13 +25,14 @@
  * scheduler runs last (SCHED_IDLE, or a positive nice value) does not
  * busy-poll at all: while it holds the CQ for a batch, nobody else polls.
  *
- * Sleep polling: a thread that goes to sleep in ENTER (after busy polling,
- * or without) offers to answer the next event of the same QP itself
- * (rs_qp.poll_sleeper).  The event then wakes that thread instead of
- * queueing the work, and the thread polls the CQ in its own context: one
- * wake-up from the completion to the application instead of two (the
- * work's, then the application's), as a kernel ULP that polls from the
- * thread it wakes has.  The event hands the thread only what any owner
+ * Sleep polling (sleep_poll_us, off by default): a thread that goes to
+ * sleep in ENTER (after busy polling, or without) or in an AC file's read
+ * or write (rs_wait_sleep_polling()) offers to answer the next event of
+ * the QP it waits on itself (rs_qp.poll_sleeper).  The event then wakes
+ * that thread instead of queueing the work, and the thread polls the CQ
+ * in its own context: one wake-up from the completion to the application
+ * instead of two (the work's, then the application's), as a kernel ULP
+ * that polls from the thread it wakes has.  The event hands the thread only what any owner
  * has (the CQ, unarmed, until whoever polls arms it again), and a thread
  * that is slow to run must not hold the other tenants' completions up:
  * the event also starts rs_qp.poll_timer, which queues the work if the
@@ -168,7 +169,8 @@ static void rs_cq_event(struct ib_cq *cq, void *ctx)
 	struct task_struct *t;
 
 	rcu_read_lock();
-	t = xchg(&qp->poll_sleeper, NULL);
+	/* No atomic write on the events that no thread waits for. */
+	t = READ_ONCE(qp->poll_sleeper) ? xchg(&qp->poll_sleeper, NULL) : NULL;
 	if (t) {
 		hrtimer_start(&qp->poll_timer,
 			      ns_to_ktime((u64)READ_ONCE(rs_sleep_poll_us) * NSEC_PER_USEC),

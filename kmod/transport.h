@@ -195,8 +195,8 @@ enum rs_qp_state {
  * @poll_lock: orders a busy poller's queueing of @poll_work before the
  *	teardown's cancelling it
  * @poll_work: polls @cq after the device's completion event
- * @poll_sleeper: a thread sleeping in ENTER that answers @cq's next event
- *	itself (poll.c), or NULL
+ * @poll_sleeper: a thread sleeping in ENTER or in an AC file's read or
+ *	write that answers @cq's next event itself (poll.c), or NULL
  * @poll_timer: queues @poll_work if that thread has not polled in time
  * @wcs: the work completions a poll fetches
  * @send_depth: SENDs in flight at most (the send queue, less the drain WR)

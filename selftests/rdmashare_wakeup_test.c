@@ -534,12 +534,18 @@ TEST_F_TIMEOUT(wk, busy_poll, 240)
 	raw_close(&idle);
 }
 
-/* @len bytes from @fd, in blocking reads; false if they did not come. */
-static bool read_blocking(int fd, unsigned char *buf, size_t len)
+/*
+ * @len bytes from @fd, each read after a poll() of at most 5 s (@polled)
+ * or blocking in read() itself; false if they did not come.
+ */
+static bool read_all(int fd, unsigned char *buf, size_t len, bool polled)
 {
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	ssize_t n;
 
 	while (len) {
+		if (polled && poll(&pfd, 1, 5000) != 1)
+			return false;
 		n = read(fd, buf, len);
 		if (n <= 0)
 			return false;
@@ -595,9 +601,9 @@ TEST_F_TIMEOUT(wk, sleep_poll, 240)
 		for (i = 0; i < 200; i++) {
 			memset(out, i + mode, sizeof(out));
 			ASSERT_EQ(MSG, write(cfd, out, MSG));
-			ASSERT_TRUE(read_blocking(sfd, in, MSG));
+			ASSERT_TRUE(read_all(sfd, in, MSG, false));
 			ASSERT_EQ(MSG, write(sfd, in, MSG));
-			ASSERT_TRUE(read_blocking(cfd, in, MSG));
+			ASSERT_TRUE(read_all(cfd, in, MSG, false));
 			ASSERT_EQ(0, memcmp(in, out, MSG)) TH_LOG("round trip %d", i);
 		}
 		polled[mode] = rs_device_stat("sleep_polled") - polled[mode];
@@ -782,24 +788,6 @@ static int spinner(int ready_fd, unsigned int port)
 		n++;
 }
 
-/* @len bytes from @fd, waiting at most 5 s; false if they did not come. */
-static bool read_all(int fd, unsigned char *buf, size_t len)
-{
-	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	ssize_t n;
-
-	while (len) {
-		if (poll(&pfd, 1, 5000) != 1)
-			return false;
-		n = read(fd, buf, len);
-		if (n <= 0)
-			return false;
-		buf += n;
-		len -= n;
-	}
-	return true;
-}
-
 /*
  * @n round trips of MSG bytes between AC files @cfd and @sfd, ms; -1 if
  * one went wrong or they took over @limit ms.
@@ -812,8 +800,8 @@ static double round_trips(int cfd, int sfd, int n, double limit)
 
 	for (i = 0; i < n; i++) {
 		memset(out, i, sizeof(out));
-		if (write(cfd, out, MSG) != MSG || !read_all(sfd, in, MSG) ||
-		    write(sfd, in, MSG) != MSG || !read_all(cfd, in, MSG) ||
+		if (write(cfd, out, MSG) != MSG || !read_all(sfd, in, MSG, true) ||
+		    write(sfd, in, MSG) != MSG || !read_all(cfd, in, MSG, true) ||
 		    memcmp(in, out, MSG) || now_ms() - t > limit)
 			return -1;
 	}
