@@ -29,8 +29,8 @@
 /*
  * How long connect_gives_up_as_accepted waits for the banner and the echo
  * before it counts a message missing: its server accepts one AC per round
- * of its loop, so on the debug kernel, behind hundreds of CONNECTs that
- * gave up, a banner came later than 3 s to 2-6 of some 60 ACs.
+ * of its loop, so on the debug kernel a banner can come late, behind
+ * hundreds of CONNECTs that gave up.
  */
 #define RECV_WAIT_MS	10000
 #define RACE_DEV	"rxe_race"
@@ -228,9 +228,10 @@ static void on_alarm(int sig)
  * gave up told its peer), no QP is lost to a CLOSE left unanswered
  * (connect_timeout_ms is 2 s here), and an AC that gets a reused id
  * receives its own messages only (what came for the given-up one was
- * voided with a DISCARD CLOSED).  A message that does not come at all is
- * counted, not failed: librdmashare's handling of a reused id on the
- * server side loses one now and then (the library's faults are issue 33's).
+ * voided with a DISCARD CLOSED).  And none is lost: the server's ACs wait
+ * in its backlog behind those that gave up while their clients send, and
+ * rdmashare_recv_any() once returned such an AC's message before ACCEPT
+ * gave the server its id (the echo to it failed, the client waited).
  */
 TEST_F_TIMEOUT(race, connect_gives_up_as_accepted, 300)
 {
@@ -282,6 +283,7 @@ TEST_F_TIMEOUT(race, connect_gives_up_as_accepted, 300)
 		ASSERT_EQ(0, rdmashare_send(c, ac, want, strlen(want) + 1));
 		n = rdmashare_recv(c, ac, buf, sizeof(buf), RECV_WAIT_MS);
 		if (n == -ETIME) {
+			TH_LOG("round %d: no banner", i);
 			missing++;
 			rdmashare_close_ac(c, ac);
 			continue;
@@ -289,10 +291,12 @@ TEST_F_TIMEOUT(race, connect_gives_up_as_accepted, 300)
 		EXPECT_EQ(7, n);
 		EXPECT_STREQ("banner", n == 7 ? buf : "");
 		n = rdmashare_recv(c, ac, buf, sizeof(buf), RECV_WAIT_MS);
-		if (n == -ETIME)
+		if (n == -ETIME) {
+			TH_LOG("round %d: no echo", i);
 			missing++;
-		else
+		} else {
 			EXPECT_STREQ(want, n > 0 ? buf : "") TH_LOG("round %d: %zd", i, n);
+		}
 		rdmashare_close_ac(c, ac);
 	}
 	sigaction(SIGALRM, &old, NULL);
@@ -305,7 +309,7 @@ TEST_F_TIMEOUT(race, connect_gives_up_as_accepted, 300)
 	TH_LOG("the server accepted %d ACs and saw %d end", counts[0], counts[1]);
 	EXPECT_EQ(counts[0], counts[1]);
 	EXPECT_LE(opened, counts[0]);
-	EXPECT_GE(opened / 10, missing);
+	EXPECT_EQ(0, missing);
 	/* Past connect_timeout_ms and a keepalive: no CLOSE was left unanswered. */
 	usleep(4500000);
 	EXPECT_EQ(lost0, rs_peer_stat(rs_ip(), "qps_lost"));

@@ -141,7 +141,9 @@ static void rs_tx_free(struct rdmashare *rs, size_t off, size_t len)
 /*
  * @ac got a chunk or its end: at the tail of the ready FIFO, unless it is
  * in it already.  Entries may go stale (rdmashare_recv() read the AC, or it
- * was closed); rdmashare_recv_any() skips those.
+ * was closed); rdmashare_recv_any() skips those, and those of an AC still in
+ * a listener's backlog (its chunks come before its ACCEPT), which
+ * rs_new_ac() queues again when it hands the AC out.
  */
 static void rs_ready_push(struct rdmashare *rs, unsigned int ac)
 {
@@ -524,6 +526,10 @@ static int rs_new_ac(struct rdmashare *rs, int ac)
 	}
 	st->send_err = 0;
 	st->shut = 0;
+	st->open = 1;
+	/* What came before the accept is readable from now on. */
+	if (st->head || st->closed || st->eof)
+		rs_ready_push(rs, ac);
 	return ac;
 }
 
@@ -904,8 +910,11 @@ ssize_t rdmashare_recv_any(struct rdmashare *rs, int *ac, void *buf, size_t len,
 	for (;;) {
 		while ((id = rs_ready_pop(rs))) {
 			st = &rs->acs[id];
-			/* Read by rdmashare_recv(), closed by this end: stale. */
-			if (st->closing || (!st->head && !st->closed && !st->eof))
+			/*
+			 * Read by rdmashare_recv(), closed by this end: stale;
+			 * not accepted yet: not the application's to read.
+			 */
+			if (!st->open || st->closing || (!st->head && !st->closed && !st->eof))
 				continue;
 			*ac = id;
 			ret = rdmashare_recv(rs, id, buf, len, timeout_ms);

@@ -56,6 +56,7 @@ struct rs_chunk {
 /* What the library knows of one AC. */
 struct rs_acst {
 	struct rs_chunk *head, *tail;	/* received, in order */
+	int open;			/* handed to the application (rs_new_ac()) */
 	int closed;			/* a CLOSED completion came */
 	int close_res;
 	int eof;			/* the peer shut down: receives no more */
