@@ -648,8 +648,9 @@ void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 	switch (READ_ONCE(ac->state)) {
 	case RS_AC_LISTEN:
 		rs_ac_close_listener(ac);
-		rs_ac_del_from_file(ac);
+		WRITE_ONCE(ac->handed_out, false);
 		rs_complete_op(rf, sqe, 0);
+		rs_ac_del_from_file(ac);
 		return;
 	case RS_AC_OPEN:
 		if (!READ_ONCE(ac->peer_closed)) {
@@ -662,11 +663,17 @@ void rs_ac_close(struct rs_ac *ac, const struct rdmashare_sqe *sqe)
 		}
 		fallthrough;
 	default:
-		/* Closed by the peer or by an error: only the id is left. */
+		/*
+		 * Closed by the peer or by an error: only the id is left,
+		 * freed after the completion (see rs_ac_finish()): a peer's
+		 * CONNECT that takes it meanwhile must not have its first
+		 * message in the CQ before this CLOSE's completion.
+		 */
 		rs_ac_do_close(ac, 0, true);
+		WRITE_ONCE(ac->handed_out, false);
 		rs_ac_cancel_closed(ac);
-		rs_ac_del_from_file(ac);
 		rs_complete_op(rf, sqe, 0);
+		rs_ac_del_from_file(ac);
 		return;
 	}
 }

@@ -154,10 +154,15 @@ void rs_ac_send_done(struct rs_ac *ac, struct rs_send *op, int status)
 {
 	bool close = op->opcode == RDMASHARE_OP_CLOSE;
 
-	rs_op_done(ac, op, status);
-	/* A CLOSE frees the id, after its completion (see rs_ac_finish()). */
-	if (close) {
+	/*
+	 * A CLOSE's AC receives no more before its completion (a chunk the
+	 * peer sent before it saw the CLOSE is dropped), and frees the id
+	 * after it (see rs_ac_finish()): nothing for the AC follows that
+	 * completion in the CQ, and a new AC's completions all do.
+	 */
+	if (close)
 		rs_ac_do_close(ac, 0, true);
+	rs_op_done(ac, op, status);
+	if (close)
 		rs_ac_del_from_file(ac);
-	}
 }
