@@ -42,7 +42,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 		      RDMASHARE_FEAT_SLOT_SIZE | RDMASHARE_FEAT_AC_FILES |
 		      RDMASHARE_FEAT_LISTEN_FD | RDMASHARE_FEAT_CONNECT_NONBLOCK |
 		      RDMASHARE_FEAT_MSG | RDMASHARE_FEAT_FILE_SET |
-		      RDMASHARE_FEAT_FILE_TIMEO;
+		      RDMASHARE_FEAT_FILE_TIMEO | RDMASHARE_FEAT_LISTEN_ADDR;
 	return 0;
 }
 
@@ -91,8 +91,10 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 		    struct rdmashare_setup, resv),
 	RS_IOCTL_OP(RDMASHARE_CMD_ENTER, rs_ioctl_enter,
 		    struct rdmashare_enter, submitted),
-	RS_IOCTL_OP(RDMASHARE_CMD_LISTEN, rs_ioctl_listen,
-		    struct rdmashare_listen, resv),
+	/* @local came after the listening file's fields. */
+	RS_IOCTL_OP_GREW(RDMASHARE_CMD_LISTEN, rs_ioctl_listen,
+			 struct rdmashare_listen, resv,
+			 offsetofend(struct rdmashare_listen, rx_slots)),
 	RS_IOCTL_OP(RDMASHARE_CMD_CONNECT, rs_ioctl_connect,
 		    struct rdmashare_connect, ac),
 	RS_IOCTL_OP(RDMASHARE_CMD_ACCEPT, rs_ioctl_accept,
@@ -137,7 +139,7 @@ long rs_ioctl_run(struct file *filp, unsigned int cmd, unsigned long arg,
 	ret = copy_struct_from_user(&buf, op->size, uarg, user_size);
 	if (ret)
 		return ret;
-	nf.whole = user_size >= op->size;
+	nf.whole = user_size >= op->whole_size;
 
 	ret = op->execute(filp, &buf, &nf);
 	if (ret)
@@ -245,7 +247,8 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, files_size) != 128);
 	BUILD_BUG_ON(offsetof(struct rdmashare_setup, resv) != 136);
 	BUILD_BUG_ON(sizeof(struct rdmashare_addr) != 24);
-	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 48);
+	BUILD_BUG_ON(sizeof(struct rdmashare_listen) != 72);
+	BUILD_BUG_ON(offsetof(struct rdmashare_listen, local) != 48);
 	BUILD_BUG_ON(offsetof(struct rdmashare_listen, file) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_file_params) != 16);
 	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 56);

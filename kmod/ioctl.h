@@ -35,13 +35,23 @@ union rs_ioctl_buf {
 struct rs_ioctl_op {
 	unsigned int size;
 	unsigned int min_size;
+	unsigned int whole_size;
 	int (*execute)(struct file *filp, union rs_ioctl_buf *buf, struct rs_new_file *nf);
 };
 
 #define RS_IOCTL_OP(_nr, _fn, _struct, _last)				\
+	RS_IOCTL_OP_GREW(_nr, _fn, _struct, _last, sizeof(_struct))
+
+/*
+ * A command whose struct grew after the fields that say what descriptor it
+ * made: a caller whose struct ends at @_whole bytes still gets one
+ * (struct rs_new_file's @whole).
+ */
+#define RS_IOCTL_OP_GREW(_nr, _fn, _struct, _last, _whole)		\
 	[_nr] = {							\
 		.size = sizeof(_struct),				\
 		.min_size = offsetofend(_struct, _last),		\
+		.whole_size = (_whole),					\
 		.execute = _fn,						\
 	}
 

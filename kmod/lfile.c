@@ -121,7 +121,9 @@ static int rs_lfile_check(const struct rdmashare_listen *l, struct rs_new_file *
 			  u32 *files, u32 *sndbuf, u64 *files_size)
 {
 	/* A caller that cannot see the descriptor's field gets none. */
-	if (!nf->whole || l->flags != RDMASHARE_LISTEN_FD || l->ac || l->resv ||
+	if (!nf->whole || !(l->flags & RDMASHARE_LISTEN_FD) ||
+	    (l->flags & ~(RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR | RDMASHARE_LISTEN_V6ONLY)) ||
+	    l->ac || l->resv ||
 	    (l->file.flags & ~(RDMASHARE_FILE_NONBLOCK | RDMASHARE_FILE_CLOEXEC)) ||
 	    l->file.fd || l->file.resv)
 		return -EINVAL;
@@ -144,8 +146,10 @@ int rs_lfile_listen(struct rdmashare_listen *l, struct rs_new_file *nf)
 {
 	struct rdmashare_setup p = { .flags = RDMASHARE_SETUP_FILES, .sq_entries = 1,
 				     .data_size = PAGE_SIZE, .rx_slots = l->rx_slots };
-	struct rdmashare_listen fl = { .flags = RDMASHARE_LISTEN_FILES, .port = l->port,
-				       .backlog = l->backlog };
+	struct rdmashare_listen fl = {
+		.flags = RDMASHARE_LISTEN_FILES | (l->flags & ~RDMASHARE_LISTEN_FD),
+		.port = l->port, .backlog = l->backlog, .local = l->local,
+	};
 	struct rs_lfile *lf;
 	struct rs_file *rf;
 	struct file *file;

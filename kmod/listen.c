@@ -3,7 +3,9 @@
  * rdmashare: the listening side of an AC.
  *
  * LISTEN puts an AC of the caller's file in the host's port table
- * (rs_ports), one per service port.  A peer's CONNECT for that port makes a
+ * (rs_ports): a port's listeners take connections on addresses that do not
+ * overlap (laddr.h).  A peer's CONNECT for a port goes to the listener that
+ * takes the address it reached, and makes a
  * new AC in the listener's file, pinned to the QP it came on, answered with
  * ACCEPT at once and kept in the listener's backlog; RDMASHARE_IOC_ACCEPT
  * hands it to the application (as an AC file if the listener makes them).
@@ -24,19 +26,108 @@
 #include "trace.h"
 #include "transport.h"
 
-/* Listening ACs by service port. */
+/*
+ * Listening ACs by service port: the first of each port's, the others
+ * chained from it by rs_ac.port_next; under rs_ports_lock.
+ */
 static DEFINE_XARRAY(rs_ports);
+static DEFINE_MUTEX(rs_ports_lock);
+
+/* @l into the port table, with the table's reference, unless a listener overlaps. */
+static int rs_ports_add(struct rs_ac *l)
+{
+	struct rs_ac *head, *o;
+	int ret = 0;
+
+	mutex_lock(&rs_ports_lock);
+	head = xa_load(&rs_ports, l->port);
+	for (o = head; o; o = o->port_next) {
+		if (rs_laddr_overlap(&o->laddr, &l->laddr)) {
+			ret = -EADDRINUSE;
+			goto out;
+		}
+	}
+	if (head) {
+		l->port_next = head->port_next;
+		head->port_next = l;
+	} else {
+		ret = xa_insert(&rs_ports, l->port, l, GFP_KERNEL_ACCOUNT);
+	}
+	if (!ret)
+		kref_get(&l->ref);
+out:
+	mutex_unlock(&rs_ports_lock);
+	return ret;
+}
+
+/* @l out of the port table: true if it was there (the caller drops its reference). */
+static bool rs_ports_del(struct rs_ac *l)
+{
+	struct rs_ac **pp, *head;
+	bool found = false;
+
+	mutex_lock(&rs_ports_lock);
+	head = xa_load(&rs_ports, l->port);
+	if (head == l) {
+		/* Replacing an entry allocates nothing. */
+		if (l->port_next)
+			WARN_ON(xa_is_err(xa_store(&rs_ports, l->port, l->port_next, GFP_KERNEL)));
+		else
+			xa_erase(&rs_ports, l->port);
+		found = true;
+	} else if (head) {
+		for (pp = &head->port_next; *pp; pp = &(*pp)->port_next) {
+			if (*pp == l) {
+				*pp = l->port_next;
+				found = true;
+				break;
+			}
+		}
+	}
+	l->port_next = NULL;
+	mutex_unlock(&rs_ports_lock);
+	return found;
+}
+
+/* The listener of @port that takes connections to @local, with a reference. */
+static struct rs_ac *rs_ports_find(u32 port, const struct sockaddr_storage *local)
+{
+	struct rs_ac *l;
+
+	mutex_lock(&rs_ports_lock);
+	for (l = xa_load(&rs_ports, port); l; l = l->port_next) {
+		if (rs_laddr_match(&l->laddr, local)) {
+			kref_get(&l->ref);
+			break;
+		}
+	}
+	mutex_unlock(&rs_ports_lock);
+	return l;
+}
 
 int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 {
+	struct rs_laddr laddr;
 	struct rs_ac *ac;
 	int ret;
 
-	if ((l->flags & ~RDMASHARE_LISTEN_FILES) || l->resv || l->ac ||
-	    memchr_inv(&l->file, 0, sizeof(l->file)) || l->max_files || l->rx_slots)
+	if ((l->flags & ~(RDMASHARE_LISTEN_FILES | RDMASHARE_LISTEN_ADDR |
+			  RDMASHARE_LISTEN_V6ONLY)) ||
+	    l->resv || l->ac || memchr_inv(&l->file, 0, sizeof(l->file)) || l->max_files ||
+	    l->rx_slots)
 		return -EINVAL;
 	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > READ_ONCE(rs_backlog_max))
 		return -EINVAL;
+	if (l->flags & RDMASHARE_LISTEN_ADDR)
+		ret = rs_laddr_from_user(&laddr, &l->local, l->port,
+					 l->flags & RDMASHARE_LISTEN_V6ONLY);
+	else if ((l->flags & RDMASHARE_LISTEN_V6ONLY) ||
+		 memchr_inv(&l->local, 0, sizeof(l->local)))
+		ret = -EINVAL;
+	else
+		ret = rs_laddr_all(&laddr);
+	if (ret)
+		return ret;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
 	/* AC files need a file area for their send buffers. */
@@ -52,6 +143,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 	ac->port = l->port;
 	ac->backlog_max = l->backlog;
 	ac->files = l->flags & RDMASHARE_LISTEN_FILES;
+	ac->laddr = laddr;
 	ret = rs_ac_add_to_file(rf, ac);
 	if (ret)
 		goto out_put;
@@ -60,14 +152,12 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 		rs_ac_del_from_file(ac);
 		goto out_put;
 	}
-	ret = xa_insert(&rs_ports, ac->port, ac, GFP_KERNEL_ACCOUNT);
+	ret = rs_ports_add(ac);
 	if (ret) {
-		ret = ret == -EBUSY ? -EADDRINUSE : ret;
 		rs_user_uncharge_listener(rf->owner);
 		rs_ac_del_from_file(ac);
 		goto out_put;
 	}
-	kref_get(&ac->ref);		/* the port table's */
 	WRITE_ONCE(ac->handed_out, true);
 	l->ac = ac->fid;
 	/* Its ACs' first messages go from the completion handler. */
@@ -194,7 +284,7 @@ void rs_ac_close_listener(struct rs_ac *l)
 	struct rs_file *rf = l->rf;
 	struct rs_ac *ac;
 
-	if (xa_cmpxchg(&rs_ports, l->port, l, NULL, 0) == l) {
+	if (rs_ports_del(l)) {
 		rs_user_uncharge_listener(rf->owner);
 		rs_ac_put(l);
 	}
@@ -319,11 +409,7 @@ void rs_ac_peer_connect(struct rs_qp *qp, const struct rs_proto_msg *m, const vo
 	struct mem_cgroup *old;
 	struct rs_ac *l;
 
-	xa_lock(&rs_ports);
-	l = xa_load(&rs_ports, m->conn.port);
-	if (l)
-		kref_get(&l->ref);
-	xa_unlock(&rs_ports);
+	l = rs_ports_find(m->conn.port, &qp->local);
 	if (l) {
 		old = set_active_memcg(l->rf->memcg);
 		error = rs_recv_connect_to(qp, m, payload, l);
@@ -341,12 +427,22 @@ void rs_ac_peer_connect(struct rs_qp *qp, const struct rs_proto_msg *m, const vo
 void rs_listeners_show(struct seq_file *m)
 {
 	unsigned long port;
-	struct rs_ac *l;
+	struct rs_ac *head, *l;
 
-	xa_lock(&rs_ports);
-	xa_for_each(&rs_ports, port, l)
-		seq_printf(m, "port %lu uid %u pid %d comm %s ac %u backlog %u/%u\n",
-			   port, rs_user_uid(l->rf->owner), l->rf->tgid, l->rf->comm, l->fid,
-			   READ_ONCE(l->backlog_len), l->backlog_max);
-	xa_unlock(&rs_ports);
+	mutex_lock(&rs_ports_lock);
+	xa_for_each(&rs_ports, port, head) {
+		for (l = head; l; l = l->port_next) {
+			seq_printf(m, "port %lu uid %u pid %d comm %s ac %u backlog %u/%u",
+				   port, rs_user_uid(l->rf->owner), l->rf->tgid, l->rf->comm,
+				   l->fid, READ_ONCE(l->backlog_len), l->backlog_max);
+			if (l->laddr.any)
+				seq_printf(m, " on%s%s any\n", l->laddr.v4 ? " ipv4" : "",
+					   l->laddr.v6 ? " ipv6" : "");
+			else if (l->laddr.v4)
+				seq_printf(m, " on %pI4\n", l->laddr.addr);
+			else
+				seq_printf(m, " on %pI6c\n", l->laddr.addr);
+		}
+	}
+	mutex_unlock(&rs_ports_lock);
 }

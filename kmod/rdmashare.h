@@ -415,8 +415,9 @@ void rs_file_put(struct rs_file *rf);
 /*
  * A file an ioctl made (an AC file): installed at @fd once the ioctl's
  * answer reached user space (chardev.c); @whole says whether the caller's
- * struct has every field of the kernel's (else it would not learn the
- * descriptor).
+ * struct has the fields that tell it the descriptor (else it would not
+ * learn it): every field of the kernel's, or up to where the struct grew
+ * after them (RS_IOCTL_OP_GREW()).
  */
 struct rs_new_file {
 	struct file *file;

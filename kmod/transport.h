@@ -29,6 +29,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "drain.h"
+#include "laddr.h"
 #include "proto.h"
 #include "rdmashare.h"
 #include "sched.h"
@@ -441,6 +442,8 @@ struct rs_peer_sink {
  * @group: its file's scheduler group on @qp while pinned
  * @remote_id: the peer's connection id
  * @port: service port (listener, or the one connected to)
+ * @laddr: listener: the addresses it takes connections on
+ * @port_next: listener: the next listener of @port (listen.c's rs_ports)
  * @error: why it closed
  * @wait: CONNECT waiters
  * @backlog: listener: accepted ACs not yet handed out (rs_ac.backlog_node)
@@ -519,6 +522,8 @@ struct rs_ac {
 	struct rs_qp_group *group;
 	u32 remote_id;
 	u32 port;
+	struct rs_laddr laddr;
+	struct rs_ac *port_next;
 	int error;
 	wait_queue_head_t wait;
 	struct list_head qp_node;

@@ -15,6 +15,9 @@
  *    after the parent closed its copy.
  *  - max_files: ACCEPT gets ENOSPC while max_files AC files exist, and goes
  *    on once one is freed.
+ *  - addresses: listeners of one port on different addresses and families
+ *    (RDMASHARE_LISTEN_ADDR) coexist, each taking the connections to its
+ *    own; overlapping ones are refused (EADDRINUSE), as for TCP.
  *  - bad_args: every bad argument with its errno.
  *  - memlock: its memory counts against RLIMIT_MEMLOCK.
  */
@@ -329,6 +332,95 @@ TEST(max_files)
 	rdmashare_close(c);
 }
 
+/* A listening file on @ip of @family ("": any address), @flags besides. */
+static int listen_at(int family, const char *ip, unsigned int port, unsigned int flags)
+{
+	struct rdmashare_listen l = {
+		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR | flags,
+		.port = port, .backlog = 4, .local.family = family,
+	};
+	int dev, ret;
+
+	if (*ip && inet_pton(family, ip, l.local.addr) != 1)
+		return -EDOM;
+	dev = open(RDMASHARE_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (dev < 0)
+		return -errno;
+	ret = raw_listen(dev, &l);
+	close(dev);
+	return ret ?: l.file.fd;
+}
+
+/* A connection to @lfd from @cfd (connected or failed), accepted and checked. */
+static void takes(struct __test_metadata *_metadata, int lfd, int cfd, const char *msg)
+{
+	int sfd;
+
+	ASSERT_LE(0, cfd);
+	ASSERT_TRUE(readable(lfd, 20000));
+	sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
+	ASSERT_LE(0, sfd);
+	EXPECT_TRUE(carries(cfd, sfd, msg, strlen(msg)));
+	close(sfd);
+	close(cfd);
+}
+
+TEST(addresses)
+{
+	const char *ip = getenv("RS_IP") ?: "127.0.0.1", *ip6 = getenv("RS_IP6");
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(PORT + 8) };
+	struct rdmashare_query q = { .size = sizeof(q) };
+	struct rdmashare *c;
+	int l4, l6, other;
+	char mapped[64];
+
+	c = client();
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, rdmashare_query(c, &q));
+	ASSERT_TRUE(q.features & RDMASHARE_FEAT_LISTEN_ADDR);
+	/* An IPv6-only wildcard and an IPv4 address on one port. */
+	l6 = listen_at(AF_INET6, "", PORT + 8, RDMASHARE_LISTEN_V6ONLY);
+	ASSERT_LE(0, l6);
+	l4 = listen_at(AF_INET, ip, PORT + 8, 0);
+	ASSERT_LE(0, l4);
+	other = listen_at(AF_INET, "127.0.0.2", PORT + 8, 0);
+	ASSERT_LE(0, other);
+	/* What would take a connection one of them takes: refused. */
+	snprintf(mapped, sizeof(mapped), "::ffff:%s", ip);
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET, ip, PORT + 8, 0));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, mapped, PORT + 8, 0));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET, "", PORT + 8, 0));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, 0));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, RDMASHARE_LISTEN_V6ONLY));
+	EXPECT_EQ(-EADDRINUSE, rdmashare_listen_fd(PORT + 8, 4, 0, 0));
+
+	/* IPv4 goes to the IPv4 listener alone. */
+	takes(_metadata, l4, connect_to(c, PORT + 8), "four");
+	EXPECT_FALSE(readable(l6, 0));
+	EXPECT_FALSE(readable(other, 0));
+	/* IPv6 to the IPv6 one. */
+	if (!ip6)
+		TH_LOG("no IPv6 address (RS_IP6): not tried over IPv6");
+	if (ip6) {
+		ASSERT_EQ(1, inet_pton(AF_INET6, ip6, &sin6.sin6_addr));
+		takes(_metadata, l6,
+		      rdmashare_connect_file(c, (struct sockaddr *)&sin6, 20000, 0, 0), "six");
+		EXPECT_FALSE(readable(l4, 0));
+	}
+	/* Without the IPv4 listener, nothing takes IPv4 here. */
+	close(l4);
+	EXPECT_EQ(-ECONNREFUSED, connect_to(c, PORT + 8));
+	/* A dual-stack wildcard in its place takes it, once it overlaps nothing. */
+	close(l6);
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, 0));
+	close(other);
+	l6 = listen_at(AF_INET6, "", PORT + 8, 0);
+	ASSERT_LE(0, l6);
+	takes(_metadata, l6, connect_to(c, PORT + 8), "dual");
+	close(l6);
+	rdmashare_close(c);
+}
+
 TEST(bad_args)
 {
 	struct rdmashare_listen l = {
@@ -382,6 +474,37 @@ TEST(bad_args)
 	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
 	l.max_files = 0;
 	l.flags = RDMASHARE_LISTEN_FD;
+	/* An address: with RDMASHARE_LISTEN_ADDR only, as bind(2) takes it. */
+	l.flags |= RDMASHARE_LISTEN_V6ONLY;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.flags = RDMASHARE_LISTEN_FD;
+	l.local.family = AF_INET;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.flags |= RDMASHARE_LISTEN_ADDR | RDMASHARE_LISTEN_V6ONLY;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.flags &= ~RDMASHARE_LISTEN_V6ONLY;
+	l.local.port = PORT + 5;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.local.port = 0;
+	l.local.addr[0] = 224;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.local.addr[0] = 10;
+	l.local.addr[4] = 1;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.local.addr[4] = 0;
+	l.local.family = AF_UNIX;
+	EXPECT_EQ(-EAFNOSUPPORT, raw_listen(dev, &l));
+	l.local.family = 0;
+	EXPECT_EQ(-EAFNOSUPPORT, raw_listen(dev, &l));
+	memset(&l.local, 0, sizeof(l.local));
+	l.flags = RDMASHARE_LISTEN_FD;
+	/* A caller that knows no addresses: the struct without them. */
+	l.size = offsetof(struct rdmashare_listen, local);
+	lfd = raw_listen(dev, &l) ?: l.file.fd;
+	EXPECT_LE(0, lfd);
+	close(lfd);
+	l.size = sizeof(l);
+	l.file.fd = 0;
 
 	lfd = rdmashare_listen_fd(PORT + 6, 4, 0, 0);
 	ASSERT_LE(0, lfd);

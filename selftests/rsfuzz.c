@@ -11,11 +11,11 @@
  * random (sizes too small, exact, larger with zero or non-zero tails),
  * SETUP with a file area or not, mmap of every region with odd offsets,
  * lengths and flags, SQEs of every opcode written into the mapped SQ,
- * scribbled ring indices, ENTER, LISTEN of AC files or not, CONNECT to
- * this host, to nobody and to odd addresses with short timeouts, ACCEPT,
- * CONNECT (blocking or not) and ACCEPT of AC files with odd file
- * parameters, AC_SET, AC_STATS, FILE_INFO, fork with the files shared,
- * and SIGKILL of those children mid-call.
+ * scribbled ring indices, ENTER, LISTEN of AC files or not (on an address
+ * or all), CONNECT to this host, to nobody and to odd addresses with short
+ * timeouts, ACCEPT, CONNECT (blocking or not) and ACCEPT of AC files with
+ * odd file parameters, AC_SET, AC_STATS, FILE_INFO, fork with the files
+ * shared, and SIGKILL of those children mid-call.
  *
  * Listening files (up to 4 a worker): LISTEN_FD on files set up or not,
  * with good, boundary and bad parameters (a struct too short for the
@@ -642,6 +642,19 @@ static void a_enter(void)
 	do_ioctl(f->fd, RDMASHARE_IOC_ENTER, &e, sizeof(e));
 }
 
+static void some_addr(struct rdmashare_addr *a);
+
+/* An address to listen on (RDMASHARE_LISTEN_ADDR), good or bad, IPv6-only or not. */
+static void listen_addr(struct rdmashare_listen *l)
+{
+	l->flags |= RDMASHARE_LISTEN_ADDR | (pick(4) ? 0 : RDMASHARE_LISTEN_V6ONLY);
+	some_addr(&l->local);
+	if (pick(4))
+		l->local.port = pick(2) ? 0 : l->port;
+	if (!pick(4))
+		memset(l->local.addr, 0, sizeof(l->local.addr));
+}
+
 static void a_listen(void)
 {
 	struct fstate *f = some_file();
@@ -659,6 +672,8 @@ static void a_listen(void)
 	/* Of AC files: needs a file area. */
 	if (f->p.files_size ? pick(2) : !pick(8))
 		l.flags = RDMASHARE_LISTEN_FILES;
+	if (!pick(4))
+		listen_addr(&l);
 	if (!pick(10))
 		l.flags = rnd();
 	if (!pick(10))
@@ -680,8 +695,8 @@ static void a_listen(void)
  * LISTEN_FD on a file, set up or not: a listening file, kept with its port
  * (the one kept there before closes); or bad arguments: another flag with
  * it, a non-zero fd or resv, unknown file flags, more send buffers than a
- * data area holds, odd receive slots.  A struct too short for the
- * descriptor must fail with EINVAL.
+ * data area holds, odd receive slots; or an address, good or bad.  A
+ * struct too short for the descriptor must fail with EINVAL.
  */
 static void a_listen_fd(void)
 {
@@ -728,6 +743,9 @@ static void a_listen_fd(void)
 		break;
 	case 6:
 		l.rx_slots = f32(4096) | 1;
+		break;
+	case 7 ... 8:
+		listen_addr(&l);
 		break;
 	}
 	if (do_ioctl(f->fd, RDMASHARE_IOC_LISTEN, &l, sizeof(l)))

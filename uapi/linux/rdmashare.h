@@ -58,6 +58,7 @@ enum {
 #define RDMASHARE_FEAT_MSG		(1ULL << 13)	/* SENDMSG, RECVMSG, SHUTDOWN_RD */
 #define RDMASHARE_FEAT_FILE_SET		(1ULL << 14)	/* FILE_SET, growing send buffers */
 #define RDMASHARE_FEAT_FILE_TIMEO	(1ULL << 15)	/* FILE_SET's timeouts */
+#define RDMASHARE_FEAT_LISTEN_ADDR	(1ULL << 16)	/* RDMASHARE_LISTEN_ADDR */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -392,12 +393,14 @@ struct rdmashare_file_params {
 /* RDMASHARE_IOC_LISTEN flags */
 #define RDMASHARE_LISTEN_FILES		(1U << 0)	/* ACCEPT gives AC files */
 #define RDMASHARE_LISTEN_FD		(1U << 1)	/* a listening file */
+#define RDMASHARE_LISTEN_ADDR		(1U << 2)	/* on @local alone */
+#define RDMASHARE_LISTEN_V6ONLY		(1U << 3)	/* IPv6 wildcard: no IPv4 */
 
 /**
  * struct rdmashare_listen - RDMASHARE_IOC_LISTEN
  * @size: sizeof(struct rdmashare_listen)
  * @flags: RDMASHARE_LISTEN_*
- * @port: service port to listen on, 1 to 65535, unique on the host
+ * @port: service port to listen on, 1 to 65535
  * @backlog: connections waiting for ACCEPT, 1 to the max_backlog tunable
  * @ac: out: the listening AC; 0 for a listening file
  * @resv: must be 0
@@ -410,6 +413,20 @@ struct rdmashare_file_params {
  *	after its close and its data sent); out: the number
  * @rx_slots: RDMASHARE_LISTEN_FD only: receive slots its AC files share, 0
  *	for the module's default; out: the number
+ * @local: RDMASHARE_LISTEN_ADDR only (RDMASHARE_FEAT_LISTEN_ADDR): the
+ *	address to listen on, as bind(2) names it: @local.family AF_INET or
+ *	AF_INET6, @local.addr the address or all zeros for any address of the
+ *	family (an IPv4-mapped IPv6 address is the IPv4 one), @local.port 0
+ *	or @port
+ *
+ * Without RDMASHARE_LISTEN_ADDR a listener takes the connections to its
+ * port on every address of both families.  With it, only those that
+ * reached @local (the address of the QP they came on): so listeners of one
+ * port on different addresses or families coexist, as bound sockets do.
+ * An AF_INET6 wildcard takes IPv4 connections too, unless
+ * RDMASHARE_LISTEN_V6ONLY (IPV6_V6ONLY) is set.  Listeners of a port whose
+ * addresses overlap cannot both exist: EADDRINUSE, as for listening TCP
+ * sockets.
  *
  * With RDMASHARE_LISTEN_FD, LISTEN makes a listening file, like a
  * listening stream socket's descriptor, on any /dev/rdmashare file, set
@@ -417,8 +434,8 @@ struct rdmashare_file_params {
  * RDMASHARE_IOC_ACCEPT on it (with @listen_ac 0) gives the next one as an
  * AC file; its last close stops listening.  It has memory of its own (the
  * receive slots, and a file area of @max_files send buffers), charged as
- * a SETUP of that size would be to the caller.  The fields after @resv
- * must be 0 without the flag.
+ * a SETUP of that size would be to the caller.  @file, @max_files and
+ * @rx_slots must be 0 without the flag.
  */
 struct rdmashare_listen {
 	__u32 size;
@@ -430,6 +447,7 @@ struct rdmashare_listen {
 	struct rdmashare_file_params file;
 	__u32 max_files;
 	__u32 rx_slots;
+	struct rdmashare_addr local;
 };
 
 #define RDMASHARE_IOC_LISTEN	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_LISTEN)
