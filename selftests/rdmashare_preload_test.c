@@ -22,7 +22,8 @@
  *    over no more QPs than qps_per_peer allows each end.
  *  - v6only_listener: an IPv6 listener with IPV6_V6ONLY and an IPv4 one on
  *    the same port in one program (as Open MPI's ranks have): an IPv4
- *    client reaches the IPv4 one, over rdmashare.
+ *    client reaches the IPv4 one and an IPv6 client the IPv6 one, both
+ *    over rdmashare (each listener on its own addresses).
  *  - v4mapped: an IPv6 socket connects to an IPv4-mapped address
  *    (::ffff:a.b.c.d; PyTorch's TCPStore does) and a dual-stack listener
  *    on :: takes it: over rdmashare, and both ends' names are v4-mapped
@@ -368,7 +369,14 @@ TEST_F_TIMEOUT(pl, redis, 300)
 
 TEST_F_TIMEOUT(pl, v6only_listener, 60)
 {
-	/* 1 MiB from a client (a thread) to the IPv4 listener, which counts it. */
+	const char *ip6 = getenv("RS_IP6");
+
+	if (!ip6)
+		SKIP(return, "no IPv6 address (RS_IP6)");
+	/*
+	 * 1 MiB from a client (a thread) to the IPv4 listener, which counts
+	 * it, then from an IPv6 client to the IPv6 one.
+	 */
 	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
 			   "import socket, threading\n"
 			   "s6 = socket.socket(socket.AF_INET6)\n"
@@ -381,8 +389,12 @@ TEST_F_TIMEOUT(pl, v6only_listener, 60)
 			   "c = socket.create_connection((\"%s\", %d))\n"
 			   "s4.settimeout(10)\n"
 			   "a = s4.accept()[0]\n"
-			   PY_SEND_1M "'", run, PORT, ip, PORT, ip, PORT));
-	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+			   PY_SEND_1M
+			   "c = socket.create_connection((\"%s\", %d))\n"
+			   "s6.settimeout(10)\n"
+			   "a = s6.accept()[0]\n"
+			   PY_SEND_1M "'", run, PORT, ip, PORT, ip, PORT, ip6, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 2 << 20);
 }
 
 TEST_F_TIMEOUT(pl, peer_closed_name, 60)

@@ -512,40 +512,70 @@ static bool v6only(int fd)
 	return !real.getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, &len) && on;
 }
 
+/* LISTEN on the address @ss names, as the socket @fd is bound. */
+static void listen_addr(int fd, const struct sockaddr_storage *ss, struct rdmashare_listen *l)
+{
+	l->flags |= RDMASHARE_LISTEN_ADDR;
+	l->local.family = ss->ss_family;
+	if (ss->ss_family == AF_INET) {
+		memcpy(l->local.addr, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		return;
+	}
+	memcpy(l->local.addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	if (v6only(fd))
+		l->flags |= RDMASHARE_LISTEN_V6ONLY;
+}
+
+/* LISTEN, with fewer send buffers if RLIMIT_MEMLOCK is small. */
+static int listen_ioctl(int dev, struct rdmashare_listen *l)
+{
+	l->max_files = LISTEN_FILES;
+	if (!ioctl(dev, RDMASHARE_IOC_LISTEN, l))
+		return 0;
+	l->max_files = 64;
+	return ioctl(dev, RDMASHARE_IOC_LISTEN, l);
+}
+
 /*
  * rdmashare's listening file for the socket @fd, bound to @ss (@l filled
- * in): its descriptor, or -1 (TCP only, and why said).
+ * in): its descriptor, or -1 (TCP only, and why said).  It takes the
+ * connections to the address the socket is bound to, as the socket does
+ * (RDMASHARE_LISTEN_ADDR).
  */
 static int rdma_listen(int fd, const struct sockaddr_storage *ss, int backlog,
 		       struct rdmashare_listen *l)
 {
-	int dev;
+	int dev, ret;
 
 	l->port = port_of((const struct sockaddr *)ss);
-	/*
-	 * rdmashare's port is one per number, for both families: an IPv6
-	 * listener that takes no IPv4 would get IPv4 connections meant for
-	 * an IPv4 listener of the same number (another process's, as Open
-	 * MPI's ranks choose their ports).  It stays on TCP.
-	 */
-	if (ss->ss_family == AF_INET6 && v6only(fd)) {
-		say("listen fd %d port %u: TCP only (IPV6_V6ONLY)", fd, l->port);
-		return -1;
-	}
 	l->backlog = backlog > 0 && backlog < 1024 ? backlog : 1024;
 	l->file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
 	l->file.sndbuf = SNDBUF;
-	l->max_files = LISTEN_FILES;
+	listen_addr(fd, ss, l);
 	dev = open(DEV_PATH, O_RDWR | O_CLOEXEC);
-	if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, l) < 0) {
-		/* Fewer send buffers if RLIMIT_MEMLOCK is small. */
-		l->max_files = 64;
-		if (dev < 0 || ioctl(dev, RDMASHARE_IOC_LISTEN, l) < 0) {
-			say("listen port %u: TCP only (%s)", l->port, strerror(errno));
-			if (dev >= 0)
-				real.close(dev);
+	ret = dev < 0 ? -1 : listen_ioctl(dev, l);
+	if (ret < 0 && errno == EINVAL) {
+		/*
+		 * A module without addresses in LISTEN: its port is one per
+		 * number, for both families, so an IPv6 listener that takes
+		 * no IPv4 would get IPv4 connections meant for an IPv4
+		 * listener of the same number (another process's, as Open
+		 * MPI's ranks choose their ports).  That one stays on TCP.
+		 */
+		if (l->flags & RDMASHARE_LISTEN_V6ONLY) {
+			say("listen fd %d port %u: TCP only (IPV6_V6ONLY)", fd, l->port);
+			real.close(dev);
 			return -1;
 		}
+		l->flags &= ~RDMASHARE_LISTEN_ADDR;
+		memset(&l->local, 0, sizeof(l->local));
+		ret = listen_ioctl(dev, l);
+	}
+	if (ret < 0) {
+		say("listen port %u: TCP only (%s)", l->port, strerror(errno));
+		if (dev >= 0)
+			real.close(dev);
+		return -1;
 	}
 	real.close(dev);
 	return l->file.fd;
