@@ -157,6 +157,8 @@ struct rs_acfile_res {
 int rs_acfile_reserve(struct rs_file *rf, struct rdmashare_file_params *p,
 		      struct rs_new_file *nf, struct rs_acfile_res *res);
 void rs_acfile_unreserve(struct rs_file *rf, struct rs_acfile_res *res);
+int rs_acfile_cache_init(void);
+void rs_acfile_cache_exit(void);
 int rs_acfile_attach(struct rs_ac *ac);
 int rs_acfile_bind(struct rs_ac *ac, struct rs_acfile_res *res,
 		   struct rdmashare_file_params *p);

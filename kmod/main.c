@@ -12,6 +12,7 @@
 #include <linux/module.h>
 #include <uapi/linux/rdmashare.h>
 
+#include "acfile.h"
 #include "rdmashare.h"
 #include "transport.h"
 
@@ -23,9 +24,13 @@ static int __init rs_init(void)
 	if (ret)
 		return ret;
 
-	ret = rs_chardev_init();
+	ret = rs_acfile_cache_init();
 	if (ret)
 		return ret;
+
+	ret = rs_chardev_init();
+	if (ret)
+		goto out_cache_exit;
 
 	ret = rs_sysfs_init(rs_miscdev.this_device);
 	if (ret)
@@ -62,6 +67,8 @@ out_debugfs_exit:
 	rs_sysfs_exit();
 out_chardev_exit:
 	rs_chardev_exit();
+out_cache_exit:
+	rs_acfile_cache_exit();
 	return ret;
 }
 
@@ -74,6 +81,7 @@ static void __exit rs_exit(void)
 	rs_debugfs_exit();
 	rs_sysfs_exit();
 	rs_chardev_exit();
+	rs_acfile_cache_exit();
 	pr_info("unloaded\n");
 }
 
