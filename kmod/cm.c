@@ -135,6 +135,12 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	qp->cm_id = id;
 	qp->loop = rs_addr_equal((struct sockaddr *)&id->route.addr.src_addr,
 				 (struct sockaddr *)&id->route.addr.dst_addr);
+	/*
+	 * The address the peer reached, before the QP can receive: its first
+	 * CONNECT may come before ESTABLISHED, and goes to the listener of
+	 * that address (rs_ac_peer_connect()).
+	 */
+	memcpy(&qp->local, &id->route.addr.src_addr, sizeof(qp->local));
 	id->context = qp;
 	ret = rs_cm_priv_parse(qp, priv, ev->param.conn.private_data_len, RS_PROTO_VERSION);
 	if (ret) {
@@ -236,6 +242,8 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (READ_ONCE(qp->state) == RS_QP_DOWN)
 			break;
+		/* Its address, before the peer can send on it (as rs_cm_connect_req()). */
+		memcpy(&qp->local, &id->route.addr.src_addr, sizeof(qp->local));
 		mutex_lock(&rs_peers_lock);
 		ret = rs_qp_create_ib(qp);
 		mutex_unlock(&rs_peers_lock);
