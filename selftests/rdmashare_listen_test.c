@@ -16,8 +16,9 @@
  *  - max_files: ACCEPT gets ENOSPC while max_files AC files exist, and goes
  *    on once one is freed.
  *  - addresses: listeners of one port on different addresses and families
- *    (RDMASHARE_LISTEN_ADDR) coexist, each taking the connections to its
- *    own; overlapping ones are refused (EADDRINUSE), as for TCP.
+ *    (rdmashare_listen_fd_at(), RDMASHARE_LISTEN_ADDR) coexist, each taking
+ *    the connections to its own; overlapping ones are refused (EADDRINUSE),
+ *    as for TCP.
  *  - bad_args: every bad argument with its errno.
  *  - memlock: its memory counts against RLIMIT_MEMLOCK.
  */
@@ -332,23 +333,20 @@ TEST(max_files)
 	rdmashare_close(c);
 }
 
-/* A listening file on @ip of @family ("": any address), @flags besides. */
-static int listen_at(int family, const char *ip, unsigned int port, unsigned int flags)
+/*
+ * A listening file on @ip of @family ("": any address), through
+ * rdmashare_listen_fd_at(); @v6only: RDMASHARE_LISTEN_FD_V6ONLY.
+ */
+static int listen_at(int family, const char *ip, unsigned int port, bool v6only)
 {
-	struct rdmashare_listen l = {
-		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR | flags,
-		.port = port, .backlog = 4, .local.family = family,
-	};
-	int dev, ret;
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(port) };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	struct sockaddr *sa = family == AF_INET ? (void *)&sin : (void *)&sin6;
 
-	if (*ip && inet_pton(family, ip, l.local.addr) != 1)
+	if (*ip && inet_pton(family, ip, family == AF_INET ? (void *)&sin.sin_addr :
+			     (void *)&sin6.sin6_addr) != 1)
 		return -EDOM;
-	dev = open(RDMASHARE_DEV_PATH, O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return -errno;
-	ret = raw_listen(dev, &l);
-	close(dev);
-	return ret ?: l.file.fd;
+	return rdmashare_listen_fd_at(sa, 4, 0, v6only ? RDMASHARE_LISTEN_FD_V6ONLY : 0);
 }
 
 /* A connection to @lfd from @cfd (connected or failed), accepted and checked. */
@@ -370,6 +368,7 @@ TEST(addresses)
 	const char *ip = getenv("RS_IP") ?: "127.0.0.1", *ip6 = getenv("RS_IP6");
 	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(PORT + 8) };
 	struct rdmashare_query q = { .size = sizeof(q) };
+	struct sockaddr unix_addr = { .sa_family = AF_UNIX };
 	struct rdmashare *c;
 	int l4, l6, other;
 	char mapped[64];
@@ -379,20 +378,22 @@ TEST(addresses)
 	ASSERT_EQ(0, rdmashare_query(c, &q));
 	ASSERT_TRUE(q.features & RDMASHARE_FEAT_LISTEN_ADDR);
 	/* An IPv6-only wildcard and an IPv4 address on one port. */
-	l6 = listen_at(AF_INET6, "", PORT + 8, RDMASHARE_LISTEN_V6ONLY);
+	l6 = listen_at(AF_INET6, "", PORT + 8, true);
 	ASSERT_LE(0, l6);
-	l4 = listen_at(AF_INET, ip, PORT + 8, 0);
+	l4 = listen_at(AF_INET, ip, PORT + 8, false);
 	ASSERT_LE(0, l4);
-	other = listen_at(AF_INET, "127.0.0.2", PORT + 8, 0);
+	other = listen_at(AF_INET, "127.0.0.2", PORT + 8, false);
 	ASSERT_LE(0, other);
 	/* What would take a connection one of them takes: refused. */
 	snprintf(mapped, sizeof(mapped), "::ffff:%s", ip);
-	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET, ip, PORT + 8, 0));
-	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, mapped, PORT + 8, 0));
-	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET, "", PORT + 8, 0));
-	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, 0));
-	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, RDMASHARE_LISTEN_V6ONLY));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET, ip, PORT + 8, false));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, mapped, PORT + 8, false));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET, "", PORT + 8, false));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, false));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, true));
 	EXPECT_EQ(-EADDRINUSE, rdmashare_listen_fd(PORT + 8, 4, 0, 0));
+	EXPECT_EQ(-EINVAL, rdmashare_listen_fd_at(NULL, 4, 0, 0));
+	EXPECT_EQ(-EAFNOSUPPORT, rdmashare_listen_fd_at(&unix_addr, 4, 0, 0));
 
 	/* IPv4 goes to the IPv4 listener alone. */
 	takes(_metadata, l4, connect_to(c, PORT + 8), "four");
@@ -412,9 +413,9 @@ TEST(addresses)
 	EXPECT_EQ(-ECONNREFUSED, connect_to(c, PORT + 8));
 	/* A dual-stack wildcard in its place takes it, once it overlaps nothing. */
 	close(l6);
-	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, 0));
+	EXPECT_EQ(-EADDRINUSE, listen_at(AF_INET6, "", PORT + 8, false));
 	close(other);
-	l6 = listen_at(AF_INET6, "", PORT + 8, 0);
+	l6 = listen_at(AF_INET6, "", PORT + 8, false);
 	ASSERT_LE(0, l6);
 	takes(_metadata, l6, connect_to(c, PORT + 8), "dual");
 	close(l6);

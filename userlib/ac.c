@@ -699,6 +699,20 @@ int rdmashare_file_error(int fd)
 	return ret ? ret : fi.error;
 }
 
+/* LISTEN of a listening file: its descriptor, or a negative errno. */
+static int rs_listen_fd(struct rdmashare_listen *l)
+{
+	int fd, ret;
+
+	/* Any /dev/rdmashare file makes one; the listening file needs none. */
+	fd = open(RDMASHARE_DEV_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, RDMASHARE_IOC_LISTEN, l) < 0 ? -errno : l->file.fd;
+	close(fd);
+	return ret;
+}
+
 int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int max_files,
 			unsigned int flags)
 {
@@ -706,15 +720,31 @@ int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int ma
 		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD, .port = port,
 		.backlog = backlog, .file = { .flags = flags }, .max_files = max_files,
 	};
-	int fd, ret;
 
-	/* Any /dev/rdmashare file makes one; the listening file needs none. */
-	fd = open(RDMASHARE_DEV_PATH, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = ioctl(fd, RDMASHARE_IOC_LISTEN, &l) < 0 ? -errno : l.file.fd;
-	close(fd);
-	return ret;
+	return rs_listen_fd(&l);
+}
+
+int rdmashare_listen_fd_at(const struct sockaddr *addr, unsigned int backlog,
+			   unsigned int max_files, unsigned int flags)
+{
+	struct rdmashare_listen l = {
+		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR,
+		.backlog = backlog, .file = { .flags = flags & ~RDMASHARE_LISTEN_FD_V6ONLY },
+		.max_files = max_files,
+	};
+	int ret;
+
+	if (!addr)
+		return -EINVAL;
+	ret = rs_addr_in(addr, &l.local);
+	if (ret)
+		return ret;
+	l.port = l.local.port;
+	if (flags & RDMASHARE_LISTEN_FD_V6ONLY)
+		l.flags |= RDMASHARE_LISTEN_V6ONLY;
+	/* A module that knows no addresses finds a tail it does not know. */
+	ret = rs_listen_fd(&l);
+	return ret == -E2BIG ? -EINVAL : ret;
 }
 
 int rdmashare_accept_fd(int lfd, struct sockaddr *peer, socklen_t *peer_len,

@@ -444,6 +444,30 @@ int rdmashare_file_error(int fd);
 int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int max_files,
 			unsigned int flags);
 
+/* rdmashare_listen_fd_at(): an IPv6 wildcard that takes no IPv4 (IPV6_V6ONLY). */
+#define RDMASHARE_LISTEN_FD_V6ONLY	(1U << 16)
+
+/**
+ * rdmashare_listen_fd_at() - a listening file on one address
+ * @addr: a struct sockaddr_in or sockaddr_in6: the service port, and the
+ *	address to listen on (INADDR_ANY, in6addr_any: any of the family), as
+ *	bind(2) takes it
+ * @backlog: as for rdmashare_listen_fd()
+ * @max_files: as for rdmashare_listen_fd()
+ * @flags: the listening file's RDMASHARE_FILE_*, and
+ *	RDMASHARE_LISTEN_FD_V6ONLY for an IPv6 wildcard
+ *
+ * rdmashare_listen_fd() for the connections to @addr alone: listeners of
+ * one port on addresses that do not overlap coexist, as bound sockets do
+ * (RDMASHARE_FEAT_LISTEN_ADDR).
+ *
+ * Return: its descriptor, or rdmashare_listen_fd()'s errors; -EADDRINUSE
+ * if a listener of the port overlaps it, -EAFNOSUPPORT, -EINVAL (a
+ * module without addresses in LISTEN, a bad address).
+ */
+int rdmashare_listen_fd_at(const struct sockaddr *addr, unsigned int backlog,
+			   unsigned int max_files, unsigned int flags);
+
 /**
  * rdmashare_accept_fd() - a listening file's next connection, as an AC file
  * @lfd: from rdmashare_listen_fd()

@@ -554,9 +554,10 @@ static int rdma_listen(int fd, const struct sockaddr_storage *ss, int backlog,
 	listen_addr(fd, ss, l);
 	dev = open(DEV_PATH, O_RDWR | O_CLOEXEC);
 	ret = dev < 0 ? -1 : listen_ioctl(dev, l);
-	if (ret < 0 && errno == EINVAL) {
+	if (ret < 0 && (errno == EINVAL || errno == E2BIG)) {
 		/*
-		 * A module without addresses in LISTEN: its port is one per
+		 * A module without addresses in LISTEN (which finds a tail
+		 * of the struct it does not know): its port is one per
 		 * number, for both families, so an IPv6 listener that takes
 		 * no IPv4 would get IPv4 connections meant for an IPv4
 		 * listener of the same number (another process's, as Open
