@@ -12,14 +12,13 @@
 
 #include "laddr.h"
 
-/* No address given: every address of both families, as before addresses (0). */
-int rs_laddr_all(struct rs_laddr *la)
+/* No address given: every address of both families, as before addresses. */
+void rs_laddr_all(struct rs_laddr *la)
 {
 	memset(la, 0, sizeof(*la));
 	la->v4 = true;
 	la->v6 = true;
 	la->any = true;
-	return 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_laddr_all);
 

@@ -32,7 +32,7 @@ struct rs_laddr {
 	u8 addr[16];
 };
 
-int rs_laddr_all(struct rs_laddr *la);
+void rs_laddr_all(struct rs_laddr *la);
 int rs_laddr_from_user(struct rs_laddr *la, const struct rdmashare_addr *a, u32 port,
 		       bool v6only);
 bool rs_laddr_overlap(const struct rs_laddr *a, const struct rs_laddr *b);

@@ -118,16 +118,17 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 		return -EINVAL;
 	if (!l->port || l->port > 65535 || !l->backlog || l->backlog > READ_ONCE(rs_backlog_max))
 		return -EINVAL;
-	if (l->flags & RDMASHARE_LISTEN_ADDR)
+	if (!(l->flags & RDMASHARE_LISTEN_ADDR) &&
+	    ((l->flags & RDMASHARE_LISTEN_V6ONLY) || memchr_inv(&l->local, 0, sizeof(l->local))))
+		return -EINVAL;
+	if (l->flags & RDMASHARE_LISTEN_ADDR) {
 		ret = rs_laddr_from_user(&laddr, &l->local, l->port,
 					 l->flags & RDMASHARE_LISTEN_V6ONLY);
-	else if ((l->flags & RDMASHARE_LISTEN_V6ONLY) ||
-		 memchr_inv(&l->local, 0, sizeof(l->local)))
-		ret = -EINVAL;
-	else
-		ret = rs_laddr_all(&laddr);
-	if (ret)
-		return ret;
+		if (ret)
+			return ret;
+	} else {
+		rs_laddr_all(&laddr);
+	}
 	if (!rs_file_ready(rf))
 		return -EINVAL;
 	/* AC files need a file area for their send buffers. */
