@@ -45,7 +45,15 @@
  *    SO_SNDBUF doubled as Linux's and read back by getsockopt(), TCP_CORK
  *    holding sends until taken off; SO_RCVTIMEO ending a recv() with
  *    EAGAIN, read back, a bad one refused, and SO_RCVTIMEO of a listener
- *    and SO_SNDTIMEO set before connect() carried over to the AC files.
+ *    and SO_SNDTIMEO set before connect() carried over to the AC files;
+ *    non-blocking connect(): 64 from one thread, each an AC file at once
+ *    (EINPROGRESS) and registered in epoll before connect(), all writable
+ *    with SO_ERROR 0, EISCONN when asked again, a blocking socket's and a
+ *    listener's epoll registrations (made before connect() and listen())
+ *    carried to the files that take their numbers; to a plain TCP server, the TCP
+ *    socket in place by the first call that asks (SO_ERROR, a second
+ *    connect(), write()), with its options and epoll registration, and
+ *    ECONNREFUSED with no server at all.
  */
 #include <arpa/inet.h>
 #include <libgen.h>
@@ -53,8 +61,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "common.h"
@@ -883,18 +894,240 @@ static int pre_timeouts(int c0, int s)
 	return 0;
 }
 
+
+/* The address preloaded cases listen and connect on. */
+static struct sockaddr_in pre_addr(unsigned int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, getenv("RS_IP") ?: "127.0.0.1", &sin.sin_addr);
+	return sin;
+}
+
+/*
+ * A listener on @port: the preload's (TCP and rdmashare), or TCP's alone;
+ * registered in the epoll set @ep (if not -1) before it listens.
+ */
+#define PRE_LISTENER	2000	/* its epoll_event.data.u32 */
+
+static int pre_listener(unsigned int port, bool tcp_only, int ep)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = PRE_LISTENER };
+	struct sockaddr_in sin = pre_addr(port);
+	int l, on = 1;
+
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	if (l < 0 || setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	    bind(l, (struct sockaddr *)&sin, sizeof(sin)))
+		return -1;
+	if (ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev))
+		return -1;
+	/* listen(2) past the preload: a plain TCP server in this process. */
+	if (tcp_only ? syscall(SYS_listen, l, 128) : listen(l, 128))
+		return -1;
+	return l;
+}
+
+/* A non-blocking socket's connect(): -1 with EINPROGRESS, as TCP's. */
+static int pre_connect_nb(unsigned int port, int *fd)
+{
+	struct sockaddr_in sin = pre_addr(port);
+
+	*fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	if (*fd < 0)
+		return -1;
+	return connect(*fd, (struct sockaddr *)&sin, sizeof(sin));
+}
+
+static int so_error(int fd)
+{
+	socklen_t len = sizeof(int);
+	int err = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		return -1;
+	return err;
+}
+
+/*
+ * Non-blocking connect() over rdmashare: 64 from one thread, each an AC
+ * file at once (EINPROGRESS), registered in an epoll set before connect()
+ * as nginx does (edge triggered); each reports EPOLLOUT and SO_ERROR 0,
+ * asked again is EISCONN, and carries its number to the accepted end.  The
+ * listener, registered before listen(), reports them.  A blocking socket
+ * registered before its connect() reports EPOLLIN on the AC file that took
+ * its place.
+ */
+#define PRE_NB	64
+
+static int pre_nb_connect(unsigned int port)
+{
+	struct sockaddr_in sin = pre_addr(port);
+	struct epoll_event ev, evs[PRE_NB];
+	bool seen[PRE_NB] = { 0 };
+	int l, ep, c[PRE_NB], s, b, i, n, got = 0;
+	uint32_t v;
+	double t;
+
+	ep = epoll_create1(0);
+	PRE_CHECK(ep >= 0);
+	l = pre_listener(port, false, ep);
+	PRE_CHECK(l >= 0);
+	for (i = 0; i < PRE_NB; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		PRE_CHECK(c[i] >= 0);
+		ev.events = EPOLLOUT | EPOLLET;
+		ev.data.u32 = i;
+		PRE_CHECK(!epoll_ctl(ep, EPOLL_CTL_ADD, c[i], &ev));
+		PRE_CHECK(connect(c[i], (struct sockaddr *)&sin, sizeof(sin)) == -1 &&
+			  errno == EINPROGRESS);
+		PRE_CHECK(is_ac_file(c[i]));
+	}
+	t = rs_now();
+	while (got < PRE_NB && rs_now() - t < 15) {
+		n = epoll_wait(ep, evs, PRE_NB, 1000);
+		PRE_CHECK(n >= 0);
+		for (i = 0; i < n; i++) {
+			v = evs[i].data.u32;
+			if (v == PRE_LISTENER)
+				continue;
+			PRE_CHECK(v < PRE_NB && (evs[i].events & EPOLLOUT));
+			if (seen[v])
+				continue;
+			PRE_CHECK(so_error(c[v]) == 0);
+			seen[v] = true;
+			got++;
+		}
+	}
+	PRE_CHECK(got == PRE_NB);
+	PRE_CHECK(connect(c[0], (struct sockaddr *)&sin, sizeof(sin)) == -1 && errno == EISCONN);
+	/* The listener's registration, made before listen(), sees them. */
+	PRE_CHECK(epoll_wait(ep, evs, 1, 1000) == 1 && evs[0].data.u32 == PRE_LISTENER);
+	for (i = 0; i < PRE_NB; i++) {
+		v = i;
+		PRE_CHECK(write(c[i], &v, sizeof(v)) == sizeof(v));
+	}
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < PRE_NB; i++) {
+		s = accept(l, NULL, NULL);
+		PRE_CHECK(s >= 0 && is_ac_file(s));
+		PRE_CHECK(recv(s, &v, sizeof(v), MSG_WAITALL) == sizeof(v));
+		PRE_CHECK(v < PRE_NB && !seen[v]);
+		seen[v] = true;
+		close(s);
+	}
+	for (i = 0; i < PRE_NB; i++)
+		close(c[i]);
+
+	/* Blocking, registered first: the AC file takes the registration. */
+	b = socket(AF_INET, SOCK_STREAM, 0);
+	PRE_CHECK(b >= 0);
+	ev.events = EPOLLIN;
+	ev.data.u32 = 1000;
+	PRE_CHECK(!epoll_ctl(ep, EPOLL_CTL_ADD, b, &ev));
+	PRE_CHECK(!connect(b, (struct sockaddr *)&sin, sizeof(sin)));
+	PRE_CHECK(is_ac_file(b));
+	s = accept(l, NULL, NULL);
+	PRE_CHECK(s >= 0);
+	close(l);
+	PRE_CHECK(epoll_wait(ep, evs, 1, 200) == 0);
+	PRE_CHECK(write(s, "z", 1) == 1);
+	PRE_CHECK(epoll_wait(ep, evs, 1, 10000) == 1 && evs[0].data.u32 == 1000);
+	return 0;
+}
+
+/*
+ * Non-blocking connect() to a plain TCP server: EINPROGRESS with an AC file
+ * in place; rdmashare refuses, and the first call that asks (SO_ERROR, a
+ * second connect() as hiredis makes, or a write()) finds the TCP socket
+ * connected in its place, with the options and the epoll registration
+ * given before; no server at all: SO_ERROR is ECONNREFUSED, as TCP's.
+ */
+static int pre_nb_fallback(unsigned int port)
+{
+	struct sockaddr_in sin = pre_addr(port);
+	struct pollfd p = { .events = POLLOUT };
+	struct epoll_event ev = { .events = EPOLLOUT };
+	socklen_t len = sizeof(int);
+	int l, ep, c, s, on = 1, v = 0;
+	char b[4];
+
+	l = pre_listener(port, true, -1);
+	PRE_CHECK(l >= 0);
+	ep = epoll_create1(0);
+	PRE_CHECK(ep >= 0);
+
+	/* Asked by SO_ERROR, after epoll said writable. */
+	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	PRE_CHECK(c >= 0);
+	PRE_CHECK(!setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
+	PRE_CHECK(!epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	PRE_CHECK(connect(c, (struct sockaddr *)&sin, sizeof(sin)) == -1 && errno == EINPROGRESS);
+	PRE_CHECK(is_ac_file(c));
+	PRE_CHECK(epoll_wait(ep, &ev, 1, 10000) == 1);
+	PRE_CHECK(so_error(c) == 0);
+	PRE_CHECK(!is_ac_file(c));
+	PRE_CHECK(!getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &v, &len) && v == 1);
+	s = accept(l, NULL, NULL);
+	PRE_CHECK(s >= 0 && !is_ac_file(s));
+	PRE_CHECK(write(s, "hi", 2) == 2);
+	/* Still registered, now the TCP socket. */
+	ev.events = EPOLLIN;
+	PRE_CHECK(!epoll_ctl(ep, EPOLL_CTL_MOD, c, &ev));
+	PRE_CHECK(epoll_wait(ep, &ev, 1, 10000) == 1 && (ev.events & EPOLLIN));
+	PRE_CHECK(read(c, b, sizeof(b)) == 2 && !memcmp(b, "hi", 2));
+	close(s);
+	close(c);
+
+	/* Asked by a second connect(). */
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	p.fd = c;
+	PRE_CHECK(poll(&p, 1, 10000) == 1);
+	errno = 0;
+	v = connect(c, (struct sockaddr *)&sin, sizeof(sin));
+	PRE_CHECK(!v || errno == EISCONN);
+	PRE_CHECK(!is_ac_file(c));
+	PRE_CHECK(write(c, "x", 1) == 1);
+	s = accept(l, NULL, NULL);
+	PRE_CHECK(s >= 0 && read(s, b, 1) == 1 && b[0] == 'x');
+	close(s);
+	close(c);
+
+	/* Asked by write(). */
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	p.fd = c;
+	PRE_CHECK(poll(&p, 1, 10000) == 1);
+	PRE_CHECK(write(c, "y", 1) == 1);
+	s = accept(l, NULL, NULL);
+	PRE_CHECK(s >= 0 && read(s, b, 1) == 1 && b[0] == 'y');
+	close(s);
+	close(c);
+	close(l);
+
+	/* Nobody on the port. */
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	p.fd = c;
+	PRE_CHECK(poll(&p, 1, 10000) == 1);
+	PRE_CHECK(so_error(c) == ECONNREFUSED);
+	close(c);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int c, int s);
+	int (*solo)(unsigned int port);	/* its own sockets, on this port */
 } pre_cases[] = {
-	{ "peek_waitall", pre_peek_waitall },
-	{ "dontwait", pre_dontwait },
-	{ "nosignal", pre_nosignal },
-	{ "shut_rd", pre_shut_rd },
-	{ "bad_flags", pre_bad_flags },
-	{ "sndbuf_cork", pre_sndbuf_cork },
-	{ "opts_before_connect", pre_opts_before_connect },
-	{ "timeouts", pre_timeouts },
+	{ "peek_waitall", .fn = pre_peek_waitall },
+	{ "dontwait", .fn = pre_dontwait },
+	{ "nosignal", .fn = pre_nosignal },
+	{ "shut_rd", .fn = pre_shut_rd },
+	{ "bad_flags", .fn = pre_bad_flags },
+	{ "sndbuf_cork", .fn = pre_sndbuf_cork },
+	{ "opts_before_connect", .fn = pre_opts_before_connect },
+	{ "timeouts", .fn = pre_timeouts },
+	{ "nb_connect", .solo = pre_nb_connect },
+	{ "nb_fallback", .solo = pre_nb_fallback },
 };
 
 __attribute__((constructor)) static void pre_main(void)
@@ -910,6 +1143,8 @@ __attribute__((constructor)) static void pre_main(void)
 	for (i = 0; i < ARRAY_SIZE(pre_cases); i++) {
 		if (strcmp(name, pre_cases[i].name))
 			continue;
+		if (pre_cases[i].solo)
+			_exit(pre_cases[i].solo(PRE_PORT + i));
 		ret = pre_pair(PRE_PORT + i, &c, &s);
 		_exit(ret ? ret : pre_cases[i].fn(c, s));
 	}
@@ -957,6 +1192,8 @@ FIXTURE_VARIANT_ADD(preloaded, bad_flags) { .name = "bad_flags" };
 FIXTURE_VARIANT_ADD(preloaded, sndbuf_cork) { .name = "sndbuf_cork" };
 FIXTURE_VARIANT_ADD(preloaded, opts_before_connect) { .name = "opts_before_connect" };
 FIXTURE_VARIANT_ADD(preloaded, timeouts) { .name = "timeouts" };
+FIXTURE_VARIANT_ADD(preloaded, nb_connect) { .name = "nb_connect" };
+FIXTURE_VARIANT_ADD(preloaded, nb_fallback) { .name = "nb_fallback" };
 
 FIXTURE_SETUP(preloaded)
 {

@@ -11,13 +11,15 @@
  * - socket() makes the real TCP socket.  Until connect() or listen() it is
  *   nothing but that: bind, setsockopt and fcntl go to it.
  * - connect() to a selected address first tries an AC file (a CONNECT on
- *   the process's /dev/rdmashare file, which waits for the peer's answer
- *   even on a non-blocking socket, so that the descriptor never changes
- *   once the program saw the result).  Connected, the AC file takes the
- *   socket's number (dup3()).  Refused (no rdmashare listener on the port,
- *   or no rdmashare on the host), the socket connects over TCP as it
+ *   the process's /dev/rdmashare file).  On a blocking socket it waits for
+ *   the peer's answer; connected, the AC file takes the socket's number
+ *   (dup3()).  On a non-blocking one the AC file takes the number at once
+ *   (EINPROGRESS), the TCP socket waiting aside until the first call that
+ *   needs the outcome (settle()).  Refused (no rdmashare listener on the
+ *   port, or no rdmashare on the host), the socket connects over TCP as it
  *   would have; unreachable or timed out, the host is remembered for a
- *   minute and later connects go straight to TCP.
+ *   minute and later connects go straight to TCP.  The epoll
+ *   registrations made on the number follow it to the new file.
  * - listen() on a selected port listens on TCP as asked and on a listening
  *   file of rdmashare's on the same port; the socket's number becomes an
  *   epoll instance that watches both (readable when either has a
@@ -54,6 +56,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -89,6 +92,7 @@ enum rsp_kind {
 	RSP_CAND,	/* a TCP socket that may still go over rdmashare */
 	RSP_ACFILE,	/* an AC file */
 	RSP_LISTEN,	/* an epoll instance over a TCP listener and a listening file */
+	RSP_CONNECTING,	/* an AC file whose non-blocking CONNECT is under way */
 };
 
 /* Options a socket was given before it became an AC file (rsp_fd.opts). */
@@ -102,8 +106,29 @@ struct rsp_fd {
 	unsigned char opts;	/* RSP_CAND, RSP_LISTEN: RSP_OPT_* */
 	unsigned char v6;	/* an AF_INET6 socket's: IPv4 names v4-mapped */
 	int sndbuf;		/* the SO_SNDBUF value given */
-	int tcp;		/* RSP_LISTEN: the TCP listener */
+	int tcp;		/* RSP_LISTEN: the TCP listener; RSP_CONNECTING: the socket */
 	int lfile;		/* RSP_LISTEN: the listening file */
+	struct rsp_more *more;	/* RSP_CAND, RSP_CONNECTING: see there */
+};
+
+/* A registration of the program's in an epoll instance (epoll_ctl()). */
+struct rsp_ep {
+	int epfd;
+	bool del;		/* taken off for a change of file, to be put back */
+	struct epoll_event ev;
+};
+
+/*
+ * What a socket needs when the file behind its number changes: connect()'s
+ * address, for a TCP connect after rdmashare's failed, and the epoll
+ * registrations made on the number, which go with the old file and are made
+ * again on the new one.
+ */
+struct rsp_more {
+	struct sockaddr_storage peer;
+	socklen_t len;
+	int nr_ep, max_ep;
+	struct rsp_ep ep[];
 };
 
 struct rsp_rule {
@@ -138,7 +163,16 @@ static struct {
 	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
 	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 } real;
+
+#define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
+/* For calls that other libraries' constructors may make before ours. */
+#define NEED(name) do { if (!real.name) RESOLVE(name); } while (0)
 
 static struct rsp_fd *fds;
 static int nr_fds;
@@ -147,6 +181,8 @@ static struct rsp_rule ports[MAX_RULES], nets[MAX_RULES];
 static int nr_ports, nr_nets;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int dev_fd = -1;		/* connects come from here; -1 not yet, -2 none */
+static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool nb_old;		/* the module has no non-blocking CONNECT */
 static struct rsp_neg neg[NEG_SLOTS];
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -164,6 +200,7 @@ static void say(const char *fmt, ...)
 }
 
 static void opts_apply(int fd, const struct rsp_fd *from);
+static int file_info(int fd, struct rdmashare_file_info *fi, unsigned int flags);
 static void timeo_copy(int tcp, int fd);
 
 static struct rsp_fd *rsp(int fd)
@@ -184,6 +221,111 @@ static void set_kind(int fd, int k)
 
 	if (e)
 		__atomic_store_n(&e->kind, k, __ATOMIC_RELEASE);
+}
+
+/* ---- a socket's number changing file ---- */
+
+/* @fd's rsp_more, made if it has none; NULL without memory.  Under lock. */
+static struct rsp_more *more_get(struct rsp_fd *e, int room)
+{
+	struct rsp_more *m = e->more;
+	int max = m ? m->max_ep : 0;
+
+	if (m && m->nr_ep + room <= max)
+		return m;
+	max = max ? 2 * max : 4;
+	m = realloc(m, sizeof(*m) + max * sizeof(m->ep[0]));
+	if (!m)
+		return NULL;
+	if (!e->more)
+		memset(m, 0, sizeof(*m));
+	m->max_ep = max;
+	e->more = m;
+	return m;
+}
+
+/* @fd is what it will stay: what was kept for a change goes. */
+static void more_drop(int fd)
+{
+	struct rsp_fd *e = rsp(fd);
+	struct rsp_more *m;
+
+	if (!e || !e->more)
+		return;
+	pthread_mutex_lock(&lock);
+	m = e->more;
+	e->more = NULL;
+	pthread_mutex_unlock(&lock);
+	free(m);
+}
+
+/*
+ * The program's epoll_ctl() on a socket whose file may still change (a
+ * candidate, a connecting AC file), kept to be made again on the new file:
+ * nginx registers its sockets before it connects them.
+ */
+static void ep_note(int fd, int epfd, int op, const struct epoll_event *ev)
+{
+	struct rsp_fd *e = rsp(fd);
+	struct rsp_more *m;
+	int i;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&lock);
+	m = op == EPOLL_CTL_ADD ? more_get(e, 1) : e->more;
+	for (i = 0; m && i < m->nr_ep && m->ep[i].epfd != epfd; i++)
+		;
+	if (!m) {
+		say("fd %d: no memory to keep its epoll registration", fd);
+	} else if (op == EPOLL_CTL_DEL) {
+		if (i < m->nr_ep)
+			m->ep[i] = m->ep[--m->nr_ep];
+	} else if (ev) {
+		if (i == m->nr_ep && op == EPOLL_CTL_ADD)
+			m->nr_ep++;
+		if (i < m->nr_ep)
+			m->ep[i] = (struct rsp_ep){ .epfd = epfd, .ev = *ev };
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/*
+ * The file @nfd takes @fd's number (dup3()), with @fd's epoll registrations:
+ * taken off the old file, which may live on (a connecting socket's TCP half
+ * does), and made on the new one, where they were still in place.  0, or
+ * -errno with nothing changed.
+ */
+static int swap_file(int fd, int nfd, int flags)
+{
+	struct rsp_fd *e = rsp(fd);
+	struct rsp_more *m;
+	int i, err = 0;
+
+	pthread_mutex_lock(&lock);
+	m = e ? e->more : NULL;
+	for (i = 0; m && i < m->nr_ep; i++)
+		m->ep[i].del = !real.epoll_ctl(m->ep[i].epfd, EPOLL_CTL_DEL, fd, NULL);
+	if (real.dup3(nfd, fd, flags) < 0)
+		err = -errno;
+	for (i = 0; m && i < m->nr_ep; i++)
+		if (m->ep[i].del &&
+		    real.epoll_ctl(m->ep[i].epfd, EPOLL_CTL_ADD, fd, &m->ep[i].ev))
+			say("fd %d: epoll %d not made again: %s", fd, m->ep[i].epfd,
+			    strerror(errno));
+	pthread_mutex_unlock(&lock);
+	return err;
+}
+
+RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	int k = kind(fd), ret;
+
+	NEED(epoll_ctl);
+	ret = real.epoll_ctl(epfd, op, fd, ev);
+	if (!ret && (k == RSP_CAND || k == RSP_CONNECTING))
+		ep_note(fd, epfd, op, ev);
+	return ret;
 }
 
 /* ---- policy ---- */
@@ -462,15 +604,172 @@ static int rdma_connect(int fd, const struct sockaddr *sa)
 	if (tries == 2)
 		return err;
 	timeo_copy(fd, c.file.fd);
-	if (real.dup3(c.file.fd, fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0) {
-		err = -errno;
-		real.close(c.file.fd);
-		return err;
-	}
+	err = swap_file(fd, c.file.fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0);
 	real.close(c.file.fd);
+	if (err)
+		return err;
 	set_kind(fd, RSP_ACFILE);
 	opts_apply(fd, rsp(fd));
+	more_drop(fd);
 	return 0;
+}
+
+/*
+ * A non-blocking connect(): the AC file takes @fd's number at once, its
+ * CONNECT under way (RDMASHARE_CONNECT_NONBLOCK), and the TCP socket waits
+ * aside (in the upper half of the descriptor table, out of the program's
+ * way) for a TCP connect if rdmashare's fails: settle().  0; 1 if it cannot
+ * be had (an older module, no descriptor to spare), for the blocking way;
+ * or -errno (the socket untouched).
+ */
+static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct sockaddr *sa,
+			   socklen_t len)
+{
+	struct rdmashare_connect c = {
+		.size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_NONBLOCK,
+	};
+	struct rsp_fd *e = rsp(fd);
+	struct rsp_more *m;
+	struct rlimit rl;
+	int dev, tcp, fdfl, tries, err = 0;
+
+	if (__atomic_load_n(&nb_old, __ATOMIC_RELAXED) || !e || getrlimit(RLIMIT_NOFILE, &rl))
+		return 1;
+	tcp = fcntl(fd, F_DUPFD_CLOEXEC, rl.rlim_cur / 2 > 64 ? (long)(rl.rlim_cur / 2) : 64);
+	if (tcp < 0 || !rsp(tcp)) {
+		if (tcp >= 0)
+			real.close(tcp);
+		return 1;
+	}
+	c.peer.family = to->sa_family;
+	c.peer.port = port_of(to);
+	memcpy(c.peer.addr, addr_of(to), to->sa_family == AF_INET ? 4 : 16);
+	c.timeout_ms = CONNECT_MS;
+	fdfl = fcntl(fd, F_GETFD);
+	c.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
+	c.file.sndbuf = SNDBUF;
+	for (tries = 0; tries < 2; tries++) {
+		dev = dev_get(tries);
+		if (dev < 0) {
+			err = -ENODEV;
+			goto out_tcp;
+		}
+		if (!ioctl(dev, RDMASHARE_IOC_CONNECT, &c))
+			break;
+		err = -errno;
+		if (err == -EINVAL) {
+			/* A module without it: the blocking way from now on. */
+			__atomic_store_n(&nb_old, true, __ATOMIC_RELAXED);
+			err = 1;
+		}
+		if (err != -ENOSPC)
+			goto out_tcp;
+	}
+	if (tries == 2)
+		goto out_tcp;
+	pthread_mutex_lock(&lock);
+	m = more_get(e, 0);
+	if (m) {
+		memcpy(&m->peer, sa, len);
+		m->len = len;
+	}
+	pthread_mutex_unlock(&lock);
+	err = m ? 0 : 1;
+	if (!err) {
+		timeo_copy(fd, c.file.fd);
+		opts_apply(c.file.fd, e);
+		err = swap_file(fd, c.file.fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0);
+	}
+	real.close(c.file.fd);
+	if (err)
+		goto out_tcp;
+	e->tcp = tcp;
+	set_kind(fd, RSP_CONNECTING);
+	return 0;
+
+out_tcp:
+	real.close(tcp);
+	return err;
+}
+
+/*
+ * The connecting AC file @fd failed with @err: the socket it replaced takes
+ * its number back and connects over TCP, as it would have without us.  The
+ * connect is waited for (CONNECT_MS at most), so that the call that found
+ * the failure (getsockopt(SO_ERROR), a second connect(), a read) gets TCP's
+ * answer; one still under way is left to the program as TCP's would be.
+ * Under settle_lock.
+ */
+static void fall_back(int fd, int err)
+{
+	struct rsp_fd *e = rsp(fd);
+	struct rsp_more *m = e->more;
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int tcp = e->tcp, fl, fdfl;
+
+	if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ENODEV)
+		neg_add((const struct sockaddr *)&m->peer, m->len);
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	e->tcp = -1;
+	set_kind(fd, RSP_NONE);
+	if (swap_file(fd, tcp, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0)) {
+		/* The AC file's error stays the answer. */
+		real.close(tcp);
+		more_drop(fd);
+		set_kind(fd, RSP_ACFILE);
+		return;
+	}
+	real.close(tcp);
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	if (real.connect(fd, (const struct sockaddr *)&m->peer, m->len) < 0 &&
+	    errno == EINPROGRESS)
+		poll(&p, 1, CONNECT_MS);
+	fcntl(fd, F_SETFL, fl);
+	say("connect fd %d: %s, TCP", fd, strerror(err));
+	more_drop(fd);
+}
+
+/*
+ * What the connecting AC file @fd has become, found by the first call on
+ * it that needs to know: still connecting or connected, the AC file
+ * (RSP_ACFILE; the TCP socket is closed once it is connected); failed,
+ * the TCP socket connected in its place (RSP_NONE).
+ */
+static int settle(int fd)
+{
+	struct rdmashare_file_info fi;
+	struct rsp_fd *e = rsp(fd);
+	int k;
+
+	pthread_mutex_lock(&settle_lock);
+	k = kind(fd);
+	if (k != RSP_CONNECTING)
+		goto out;
+	k = RSP_ACFILE;
+	if (file_info(fd, &fi, 0) || fi.state == RDMASHARE_AC_STATE_CONNECTING)
+		goto out;
+	if (!fi.error) {
+		real.close(e->tcp);
+		e->tcp = -1;
+		more_drop(fd);
+		set_kind(fd, RSP_ACFILE);
+		say("connect fd %d: rdmashare", fd);
+		goto out;
+	}
+	fall_back(fd, -fi.error);
+	k = kind(fd);
+out:
+	pthread_mutex_unlock(&settle_lock);
+	return k;
+}
+
+/* @fd's kind for a call on it: a connecting one's found out first. */
+static int live(int fd)
+{
+	int k = kind(fd);
+
+	return k == RSP_CONNECTING ? settle(fd) : k;
 }
 
 RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
@@ -479,13 +778,36 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	struct sockaddr_in v4;
 	int err;
 
-	if (kind(fd) != RSP_CAND || !sa || len < sizeof(struct sockaddr_in))
+	switch (live(fd)) {
+	case RSP_CAND:
+		break;
+	case RSP_ACFILE:
+		/* Asked again, as hiredis asks whether it is done. */
+		errno = kind(fd) == RSP_CONNECTING ? EALREADY : EISCONN;
+		return -1;
+	default:
+		return real.connect(fd, sa, len);
+	}
+	if (!sa || len < sizeof(struct sockaddr_in) || len > sizeof(struct sockaddr_storage))
 		return real.connect(fd, sa, len);
 	to = unmapped(sa, len, &v4);
-	if (!selected(to, false) || neg_cached(to))
+	if (!selected(to, false) || neg_cached(to)) {
+		set_kind(fd, RSP_NONE);
+		more_drop(fd);
 		return real.connect(fd, sa, len);
+	}
 	set_kind(fd, RSP_NONE);
-	err = rdma_connect(fd, to);
+	err = 1;
+	if (fcntl(fd, F_GETFL) & O_NONBLOCK) {
+		err = rdma_connect_nb(fd, to, sa, len);
+		if (!err) {
+			say("connect fd %d port %u: under way", fd, port_of(to));
+			errno = EINPROGRESS;
+			return -1;
+		}
+	}
+	if (err > 0)
+		err = rdma_connect(fd, to);
 	say("connect fd %d port %u: %s", fd, port_of(to), err ? strerror(-err) : "rdmashare");
 	if (!err)
 		return 0;
@@ -494,6 +816,7 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 		errno = EINTR;
 		return -1;
 	}
+	more_drop(fd);
 	/* No RDMA path to the host (no device has its route): TCP for a while. */
 	if (err == -ETIMEDOUT || err == -EHOSTUNREACH || err == -ENETUNREACH ||
 	    (err == -ENODEV && dev_fd >= 0))
@@ -634,17 +957,18 @@ RSP_EXPORT int listen(int fd, int backlog)
 		goto out_tcp_only;
 	fcntl(tcp, F_SETFL, fl | O_NONBLOCK);
 	ev.data.fd = tcp;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, tcp, &ev))
+	if (real.epoll_ctl(ep, EPOLL_CTL_ADD, tcp, &ev))
 		goto out_tcp_only;
 	ev.data.fd = l.file.fd;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, l.file.fd, &ev))
+	if (real.epoll_ctl(ep, EPOLL_CTL_ADD, l.file.fd, &ev))
 		goto out_tcp_only;
 	e->tcp = tcp;
 	e->lfile = l.file.fd;
 	e->turn = 0;
-	if (real.dup3(ep, fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0) < 0)
+	if (swap_file(fd, ep, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0))
 		goto out_tcp_only;
 	real.close(ep);
+	more_drop(fd);
 	fcntl(fd, F_SETFL, fl & O_NONBLOCK);
 	set_kind(fd, RSP_LISTEN);
 	say("listen fd %d port %u: rdmashare and TCP", fd, l.port);
@@ -742,6 +1066,8 @@ RSP_EXPORT int socket(int domain, int type, int protocol)
 	if (fd >= 0 && rsp(fd)) {
 		rsp(fd)->opts = 0;
 		rsp(fd)->v6 = domain == AF_INET6;
+		/* Left by a number closed without close() (close_range()). */
+		more_drop(fd);
 	}
 	if (fd >= 0 && enabled && (domain == AF_INET || domain == AF_INET6) &&
 	    (type & 0xf) == SOCK_STREAM && (!protocol || protocol == IPPROTO_TCP))
@@ -761,9 +1087,12 @@ static void forget(int fd)
 	if (kind(fd) == RSP_LISTEN) {
 		real.close(e->tcp);
 		real.close(e->lfile);
+	} else if (kind(fd) == RSP_CONNECTING) {
+		real.close(e->tcp);
 	}
 	e->v6 = 0;
 	set_kind(fd, RSP_NONE);
+	more_drop(fd);
 }
 
 RSP_EXPORT int close(int fd)
@@ -783,7 +1112,8 @@ RSP_EXPORT int dup2(int old, int new)
 		forget(new);
 		if (rsp(old) && rsp(new))
 			rsp(new)->v6 = rsp(old)->v6;
-		set_kind(new, kind(old));
+		/* A copy of a connecting one does not go back to TCP. */
+		set_kind(new, kind(old) == RSP_CONNECTING ? RSP_ACFILE : kind(old));
 	}
 	return ret;
 }
@@ -799,7 +1129,8 @@ RSP_EXPORT int dup3(int old, int new, int flags)
 		forget(new);
 		if (rsp(old) && rsp(new))
 			rsp(new)->v6 = rsp(old)->v6;
-		set_kind(new, kind(old));
+		/* A copy of a connecting one does not go back to TCP. */
+		set_kind(new, kind(old) == RSP_CONNECTING ? RSP_ACFILE : kind(old));
 	}
 	return ret;
 }
@@ -812,7 +1143,7 @@ static bool is_acfile(int fd, int err)
 {
 	struct rdmashare_file_info fi = { .size = sizeof(fi) };
 
-	if (kind(fd) == RSP_ACFILE)
+	if (kind(fd) == RSP_ACFILE || kind(fd) == RSP_CONNECTING)
 		return true;
 	if (err != ENOTSOCK || ioctl(fd, RDMASHARE_IOC_FILE_INFO, &fi))
 		return false;
@@ -876,7 +1207,7 @@ static ssize_t acfile_io_old(int fd, const struct iovec *iov, int iovcnt, int fl
 		}
 		if (!cnt)
 			break;
-		n = out ? writev(fd, rest, cnt) : readv(fd, rest, cnt);
+		n = out ? real.writev(fd, rest, cnt) : real.readv(fd, rest, cnt);
 		if (n > 0)
 			done += n;
 	} while (n > 0 && done < want && !out && (flags & MSG_WAITALL));
@@ -949,7 +1280,7 @@ RSP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	ssize_t n;
 
-	if (kind(fd) == RSP_ACFILE)
+	if (live(fd) == RSP_ACFILE)
 		return acfile_one(fd, (void *)buf, len, flags, true);
 	n = real.send(fd, buf, len, flags);
 	if (n < 0 && is_acfile(fd, errno))
@@ -961,7 +1292,7 @@ RSP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	ssize_t n;
 
-	if (kind(fd) == RSP_ACFILE)
+	if (live(fd) == RSP_ACFILE)
 		return acfile_one(fd, buf, len, flags, false);
 	n = real.recv(fd, buf, len, flags);
 	if (n < 0 && is_acfile(fd, errno))
@@ -974,7 +1305,7 @@ RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 {
 	ssize_t n;
 
-	if (kind(fd) == RSP_ACFILE)
+	if (live(fd) == RSP_ACFILE)
 		return acfile_one(fd, (void *)buf, len, flags, true);
 	n = real.sendto(fd, buf, len, flags, sa, alen);
 	if (n < 0 && is_acfile(fd, errno))
@@ -987,7 +1318,7 @@ RSP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 {
 	ssize_t n;
 
-	if (kind(fd) != RSP_ACFILE) {
+	if (live(fd) != RSP_ACFILE) {
 		n = real.recvfrom(fd, buf, len, flags, sa, alen);
 		if (n >= 0 || !is_acfile(fd, errno))
 			return n;
@@ -1002,7 +1333,7 @@ RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	ssize_t n;
 
-	if (kind(fd) == RSP_ACFILE)
+	if (live(fd) == RSP_ACFILE)
 		return acfile_io(fd, m->msg_iov, m->msg_iovlen, flags, true);
 	n = real.sendmsg(fd, m, flags);
 	if (n < 0 && is_acfile(fd, errno))
@@ -1014,7 +1345,7 @@ RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
 	ssize_t n;
 
-	if (kind(fd) != RSP_ACFILE) {
+	if (live(fd) != RSP_ACFILE) {
 		n = real.recvmsg(fd, m, flags);
 		if (n >= 0 || !is_acfile(fd, errno))
 			return n;
@@ -1023,6 +1354,75 @@ RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 	m->msg_controllen = 0;
 	m->msg_flags = 0;
 	return acfile_io(fd, m->msg_iov, m->msg_iovlen, flags, false);
+}
+
+/*
+ * glibc's fortified calls (_FORTIFY_SOURCE, with a buffer of known size)
+ * reach recv() and read() inside glibc, past the ones above.
+ */
+extern void __chk_fail(void) __attribute__((noreturn));
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *sa, socklen_t *alen);
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+
+RSP_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recv(fd, buf, len, flags);
+}
+
+RSP_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+				  struct sockaddr *sa, socklen_t *alen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recvfrom(fd, buf, len, flags, sa, alen);
+}
+
+/*
+ * read(2) and write(2) and their vector forms go to the kernel as they are;
+ * on a connecting AC file they first find out what it became, so that one
+ * that failed is the TCP socket by then.
+ */
+RSP_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	if (kind(fd) == RSP_CONNECTING)
+		settle(fd);
+	NEED(read);
+	return real.read(fd, buf, len);
+}
+
+RSP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return read(fd, buf, len);
+}
+
+RSP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	if (kind(fd) == RSP_CONNECTING)
+		settle(fd);
+	NEED(write);
+	return real.write(fd, buf, len);
+}
+
+RSP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (kind(fd) == RSP_CONNECTING)
+		settle(fd);
+	NEED(readv);
+	return real.readv(fd, iov, iovcnt);
+}
+
+RSP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	if (kind(fd) == RSP_CONNECTING)
+		settle(fd);
+	NEED(writev);
+	return real.writev(fd, iov, iovcnt);
 }
 
 /* ---- socket options and names ---- */
@@ -1138,7 +1538,7 @@ static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *l
 
 RSP_EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
-	int k = kind(fd), ret;
+	int k = live(fd), ret;
 
 	if (k == RSP_LISTEN)
 		return real.getsockopt(rsp(fd)->tcp, level, opt, val, len);
@@ -1303,7 +1703,7 @@ static void opts_apply(int fd, const struct rsp_fd *from)
 
 RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-	int k = kind(fd), ret;
+	int k = live(fd), ret;
 
 	if (k == RSP_LISTEN) {
 		ret = real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
@@ -1311,8 +1711,12 @@ RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t
 			opts_note(fd, level, opt, val, len);
 		return ret;
 	}
-	if (k == RSP_ACFILE)
+	if (k == RSP_ACFILE) {
+		/* Still connecting: the socket that may take over gets it too. */
+		if (kind(fd) == RSP_CONNECTING)
+			real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
 		return acfile_setsockopt(fd, level, opt, val, len);
+	}
 	ret = real.setsockopt(fd, level, opt, val, len);
 	if (!ret && k == RSP_CAND)
 		opts_note(fd, level, opt, val, len);
@@ -1374,7 +1778,7 @@ static int acfile_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
 
 RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	int k = kind(fd), ret;
+	int k = live(fd), ret;
 
 	if (k == RSP_LISTEN)
 		return real.getsockname(rsp(fd)->tcp, sa, len);
@@ -1388,7 +1792,7 @@ RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 
 RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	int k = kind(fd), ret;
+	int k = live(fd), ret;
 
 	if (k == RSP_LISTEN)
 		return real.getpeername(rsp(fd)->tcp, sa, len);
@@ -1427,7 +1831,7 @@ static int acfile_shutdown(int fd, int how)
 
 RSP_EXPORT int shutdown(int fd, int how)
 {
-	int k = kind(fd), ret;
+	int k = live(fd), ret;
 
 	if (k == RSP_LISTEN)
 		return real.shutdown(rsp(fd)->tcp, how);
@@ -1440,8 +1844,6 @@ RSP_EXPORT int shutdown(int fd, int how)
 }
 
 /* ---- start ---- */
-
-#define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
 
 __attribute__((constructor)) static void rsp_init(void)
 {
@@ -1467,6 +1869,11 @@ __attribute__((constructor)) static void rsp_init(void)
 	RESOLVE(recvfrom);
 	RESOLVE(sendmsg);
 	RESOLVE(recvmsg);
+	RESOLVE(read);
+	RESOLVE(write);
+	RESOLVE(readv);
+	RESOLVE(writev);
+	RESOLVE(epoll_ctl);
 
 	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
 	nr_fds = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 :
