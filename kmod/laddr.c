@@ -94,6 +94,19 @@ bool rs_laddr_overlap(const struct rs_laddr *a, const struct rs_laddr *b)
 EXPORT_SYMBOL_IF_KUNIT(rs_laddr_overlap);
 
 /*
+ * Whether listeners on @a and @b cannot both exist: they overlap, and do
+ * not share the same addresses as one user's SO_REUSEPORT sockets may.
+ */
+bool rs_laddr_conflict(const struct rs_laddr *a, const struct rs_laddr *b, bool same_user)
+{
+	if (!rs_laddr_overlap(a, b))
+		return false;
+	return !(a->share && b->share && same_user && a->v4 == b->v4 && a->v6 == b->v6 &&
+		 a->any == b->any && !memcmp(a->addr, b->addr, sizeof(a->addr)));
+}
+EXPORT_SYMBOL_IF_KUNIT(rs_laddr_conflict);
+
+/*
  * Whether a connection that reached @local goes to @la.  A QP whose address
  * is not known yet (family 0) reaches wildcards only.
  */

@@ -122,7 +122,8 @@ static int rs_lfile_check(const struct rdmashare_listen *l, struct rs_new_file *
 {
 	/* A caller that cannot see the descriptor's field gets none. */
 	if (!nf->whole || !(l->flags & RDMASHARE_LISTEN_FD) ||
-	    (l->flags & ~(RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR | RDMASHARE_LISTEN_V6ONLY)) ||
+	    (l->flags & ~(RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR | RDMASHARE_LISTEN_V6ONLY |
+			  RDMASHARE_LISTEN_REUSEPORT)) ||
 	    l->ac || l->resv ||
 	    (l->file.flags & ~(RDMASHARE_FILE_NONBLOCK | RDMASHARE_FILE_CLOEXEC)) ||
 	    l->file.fd || l->file.resv)

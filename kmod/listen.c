@@ -4,8 +4,9 @@
  *
  * LISTEN puts an AC of the caller's file in the host's port table
  * (rs_ports): a port's listeners take connections on addresses that do not
- * overlap (laddr.h).  A peer's CONNECT for a port goes to the listener that
- * takes the address it reached, and makes a
+ * overlap (laddr.h), or share the same ones (SO_REUSEPORT).  A peer's
+ * CONNECT for a port goes to the listener that takes the address it
+ * reached (in turn among those that share it), and makes a
  * new AC in the listener's file, pinned to the QP it came on, answered with
  * ACCEPT at once and kept in the listener's backlog; RDMASHARE_IOC_ACCEPT
  * hands it to the application (as an AC file if the listener makes them).
@@ -28,21 +29,24 @@
 
 /*
  * Listening ACs by service port: the first of each port's, the others
- * chained from it by rs_ac.port_next; under rs_ports_lock.
+ * chained from it by rs_ac.port_next; under rs_ports_lock, as is
+ * rs_ports_turn, which deals a shared port's connections in turn.
  */
 static DEFINE_XARRAY(rs_ports);
 static DEFINE_MUTEX(rs_ports_lock);
+static unsigned int rs_ports_turn;
 
-/* @l into the port table, with the table's reference, unless a listener overlaps. */
+/* @l into the port table, with the table's reference, unless a listener conflicts. */
 static int rs_ports_add(struct rs_ac *l)
 {
+	u32 uid = rs_user_uid(l->rf->owner);
 	struct rs_ac *head, *o;
 	int ret = 0;
 
 	mutex_lock(&rs_ports_lock);
 	head = xa_load(&rs_ports, l->port);
 	for (o = head; o; o = o->port_next) {
-		if (rs_laddr_overlap(&o->laddr, &l->laddr)) {
+		if (rs_laddr_conflict(&o->laddr, &l->laddr, rs_user_uid(o->rf->owner) == uid)) {
 			ret = -EADDRINUSE;
 			goto out;
 		}
@@ -89,18 +93,36 @@ static bool rs_ports_del(struct rs_ac *l)
 	return found;
 }
 
-/* The listener of @port that takes connections to @local, with a reference. */
+/*
+ * The listener of @port that takes connections to @local, with a
+ * reference.  Several share it (SO_REUSEPORT): the next in turn whose
+ * backlog has room, else the next in turn (which refuses).
+ */
 static struct rs_ac *rs_ports_find(u32 port, const struct sockaddr_storage *local)
 {
-	struct rs_ac *l;
+	unsigned int n = 0, i = 0, rank, best = UINT_MAX;
+	struct rs_ac *head, *l, *turn = NULL, *room = NULL;
 
 	mutex_lock(&rs_ports_lock);
-	for (l = xa_load(&rs_ports, port); l; l = l->port_next) {
-		if (rs_laddr_match(&l->laddr, local)) {
-			kref_get(&l->ref);
-			break;
+	head = xa_load(&rs_ports, port);
+	for (l = head; l; l = l->port_next)
+		n += rs_laddr_match(&l->laddr, local);
+	for (l = head; l && n; l = l->port_next) {
+		if (!rs_laddr_match(&l->laddr, local))
+			continue;
+		rank = (i++ + n - rs_ports_turn % n) % n;
+		if (!rank)
+			turn = l;
+		if (rank < best && READ_ONCE(l->backlog_len) < l->backlog_max) {
+			best = rank;
+			room = l;
 		}
 	}
+	l = room ?: turn;
+	if (l)
+		kref_get(&l->ref);
+	if (n > 1)
+		rs_ports_turn++;
 	mutex_unlock(&rs_ports_lock);
 	return l;
 }
@@ -112,7 +134,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 	int ret;
 
 	if ((l->flags & ~(RDMASHARE_LISTEN_FILES | RDMASHARE_LISTEN_ADDR |
-			  RDMASHARE_LISTEN_V6ONLY)) ||
+			  RDMASHARE_LISTEN_V6ONLY | RDMASHARE_LISTEN_REUSEPORT)) ||
 	    l->resv || l->ac || memchr_inv(&l->file, 0, sizeof(l->file)) || l->max_files ||
 	    l->rx_slots)
 		return -EINVAL;
@@ -129,6 +151,7 @@ int rs_ac_listen(struct rs_file *rf, struct rdmashare_listen *l)
 	} else {
 		rs_laddr_all(&laddr);
 	}
+	laddr.share = l->flags & RDMASHARE_LISTEN_REUSEPORT;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
 	/* AC files need a file area for their send buffers. */
@@ -437,12 +460,13 @@ void rs_listeners_show(struct seq_file *m)
 				   port, rs_user_uid(l->rf->owner), l->rf->tgid, l->rf->comm,
 				   l->fid, READ_ONCE(l->backlog_len), l->backlog_max);
 			if (l->laddr.any)
-				seq_printf(m, " on%s%s any\n", l->laddr.v4 ? " ipv4" : "",
+				seq_printf(m, " on%s%s any", l->laddr.v4 ? " ipv4" : "",
 					   l->laddr.v6 ? " ipv6" : "");
 			else if (l->laddr.v4)
-				seq_printf(m, " on %pI4\n", l->laddr.addr);
+				seq_printf(m, " on %pI4", l->laddr.addr);
 			else
-				seq_printf(m, " on %pI6c\n", l->laddr.addr);
+				seq_printf(m, " on %pI6c", l->laddr.addr);
+			seq_puts(m, l->laddr.share ? " reuseport\n" : "\n");
 		}
 	}
 	mutex_unlock(&rs_ports_lock);

@@ -19,6 +19,11 @@
  *    (rdmashare_listen_fd_at(), RDMASHARE_LISTEN_ADDR) coexist, each taking
  *    the connections to its own; overlapping ones are refused (EADDRINUSE),
  *    as for TCP.
+ *  - reuseport: listening files with RDMASHARE_LISTEN_FD_REUSEPORT share a
+ *    port, its connections dealt among them in turn, skipping one whose
+ *    backlog is full, and all to the one left once the other closed; one
+ *    without the flag, one on other addresses, and another user's are
+ *    refused (EADDRINUSE).
  *  - bad_args: every bad argument with its errno.
  *  - memlock: its memory counts against RLIMIT_MEMLOCK.
  */
@@ -422,6 +427,122 @@ TEST(addresses)
 	rdmashare_close(c);
 }
 
+/* Each accepted connection of @lfd (non-blocking) reads the byte its client sent. */
+static int accept_all(struct __test_metadata *_metadata, int lfd, bool *seen, int nr)
+{
+	int sfd, n = 0;
+	unsigned char b;
+
+	while ((sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0)) >= 0) {
+		EXPECT_EQ(1, read(sfd, &b, 1));
+		EXPECT_GT(nr, b);
+		if (b < nr) {
+			EXPECT_FALSE(seen[b]);
+			seen[b] = true;
+		}
+		close(sfd);
+		n++;
+	}
+	EXPECT_EQ(-EAGAIN, sfd);
+	return n;
+}
+
+/* Connections @from to @to - 1 into @cfd, each sending its number. */
+static bool connect_each(struct rdmashare *c, unsigned int port, int *cfd, int from, int to)
+{
+	unsigned char b;
+	int i;
+
+	for (i = from; i < to; i++) {
+		cfd[i] = connect_to(c, port);
+		b = i;
+		if (cfd[i] < 0 || write(cfd[i], &b, 1) != 1)
+			return false;
+	}
+	return true;
+}
+
+/* In a child: another user's listener on @port, sharing it; its errno. */
+static int listen_shared_as_nobody(unsigned int port)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		if (setgid(65534) || setuid(65534))
+			_exit(100);
+		fd = rdmashare_listen_fd(port, 4, 4, RDMASHARE_LISTEN_FD_REUSEPORT);
+		_exit(fd >= 0 ? 0 : -fd);
+	}
+	return rs_wait_child(pid);
+}
+
+TEST(reuseport)
+{
+	const unsigned int share = RDMASHARE_LISTEN_FD_REUSEPORT | RDMASHARE_FILE_NONBLOCK;
+	const char *ip = getenv("RS_IP") ?: "127.0.0.1";
+	struct rdmashare_query q = { .size = sizeof(q) };
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(PORT + 9) };
+	int l1, l2, cfd[10], i, n1, n2;
+	struct rdmashare *c;
+	bool seen[10] = { 0 };
+
+	c = client();
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, rdmashare_query(c, &q));
+	ASSERT_TRUE(q.features & RDMASHARE_FEAT_LISTEN_REUSEPORT);
+	l1 = rdmashare_listen_fd(PORT + 9, 8, 16, share);
+	ASSERT_LE(0, l1);
+	l2 = rdmashare_listen_fd(PORT + 9, 8, 16, share);
+	ASSERT_LE(0, l2);
+	/* Not sharing, other addresses, another user: refused. */
+	EXPECT_EQ(-EADDRINUSE, rdmashare_listen_fd(PORT + 9, 8, 16, 0));
+	ASSERT_EQ(1, inet_pton(AF_INET, ip, &sin.sin_addr));
+	EXPECT_EQ(-EADDRINUSE,
+		  rdmashare_listen_fd_at((struct sockaddr *)&sin, 8, 16, share));
+	EXPECT_EQ(EADDRINUSE, listen_shared_as_nobody(PORT + 9));
+
+	/* Eight connections: four each, in turn. */
+	ASSERT_TRUE(connect_each(c, PORT + 9, cfd, 0, 8));
+	ASSERT_TRUE(readable(l1, 20000));
+	ASSERT_TRUE(readable(l2, 20000));
+	n1 = accept_all(_metadata, l1, seen, 10);
+	n2 = accept_all(_metadata, l2, seen, 10);
+	EXPECT_EQ(4, n1);
+	EXPECT_EQ(4, n2);
+	/* The one left takes them all. */
+	close(l1);
+	ASSERT_TRUE(connect_each(c, PORT + 9, cfd, 8, 10));
+	ASSERT_TRUE(readable(l2, 20000));
+	EXPECT_EQ(2, accept_all(_metadata, l2, seen, 10));
+	for (i = 0; i < 10; i++) {
+		EXPECT_TRUE(seen[i]);
+		close(cfd[i]);
+	}
+	close(l2);
+
+	/* A full backlog is skipped: backlog 1 and 8 take 1 and 3 of 4. */
+	l1 = rdmashare_listen_fd(PORT + 9, 1, 16, share);
+	ASSERT_LE(0, l1);
+	l2 = rdmashare_listen_fd(PORT + 9, 8, 16, share);
+	ASSERT_LE(0, l2);
+	memset(seen, 0, sizeof(seen));
+	ASSERT_TRUE(connect_each(c, PORT + 9, cfd, 0, 4));
+	ASSERT_TRUE(readable(l1, 20000));
+	ASSERT_TRUE(readable(l2, 20000));
+	EXPECT_EQ(1, accept_all(_metadata, l1, seen, 4));
+	EXPECT_EQ(3, accept_all(_metadata, l2, seen, 4));
+	for (i = 0; i < 4; i++) {
+		EXPECT_TRUE(seen[i]);
+		close(cfd[i]);
+	}
+	close(l1);
+	close(l2);
+	rdmashare_close(c);
+}
+
 TEST(bad_args)
 {
 	struct rdmashare_listen l = {
@@ -438,6 +559,8 @@ TEST(bad_args)
 	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
 	l.size = sizeof(l);
 	l.flags |= RDMASHARE_LISTEN_FILES;
+	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
+	l.flags = RDMASHARE_LISTEN_FD | 1U << 5;
 	EXPECT_EQ(-EINVAL, raw_listen(dev, &l));
 	l.flags = RDMASHARE_LISTEN_FD;
 	l.file.flags = 1U << 5;

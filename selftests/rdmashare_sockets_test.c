@@ -53,7 +53,8 @@
  *    carried to the files that take their numbers; to a plain TCP server, the TCP
  *    socket in place by the first call that asks (SO_ERROR, a second
  *    connect(), write()), with its options and epoll registration, and
- *    ECONNREFUSED with no server at all.
+ *    ECONNREFUSED with no server at all; two listeners of one port with
+ *    SO_REUSEPORT, both over rdmashare, taking four connections each.
  */
 #include <arpa/inet.h>
 #include <libgen.h>
@@ -1113,6 +1114,42 @@ static int pre_nb_fallback(unsigned int port)
 	return 0;
 }
 
+/*
+ * Two listeners of one process on one port with SO_REUSEPORT (as a server's
+ * workers have), both over rdmashare: eight connections, each an AC file,
+ * dealt between them.
+ */
+static int pre_reuseport(unsigned int port)
+{
+	struct sockaddr_in sin = pre_addr(port);
+	int l[2], c[8], s, i, on = 1, got[2] = { 0 };
+
+	for (i = 0; i < 2; i++) {
+		l[i] = socket(AF_INET, SOCK_STREAM, 0);
+		PRE_CHECK(l[i] >= 0);
+		PRE_CHECK(!setsockopt(l[i], SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)));
+		PRE_CHECK(!bind(l[i], (struct sockaddr *)&sin, sizeof(sin)));
+		PRE_CHECK(!listen(l[i], 8));
+		PRE_CHECK(!fcntl(l[i], F_SETFL, O_NONBLOCK));
+	}
+	for (i = 0; i < 8; i++) {
+		c[i] = socket(AF_INET, SOCK_STREAM, 0);
+		PRE_CHECK(c[i] >= 0);
+		PRE_CHECK(!connect(c[i], (struct sockaddr *)&sin, sizeof(sin)));
+		PRE_CHECK(is_ac_file(c[i]));
+	}
+	for (i = 0; i < 2; i++) {
+		while ((s = accept(l[i], NULL, NULL)) >= 0) {
+			PRE_CHECK(is_ac_file(s));
+			got[i]++;
+			close(s);
+		}
+		PRE_CHECK(errno == EAGAIN);
+	}
+	PRE_CHECK(got[0] == 4 && got[1] == 4);
+	return 0;
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(int c, int s);
@@ -1128,6 +1165,7 @@ static const struct {
 	{ "timeouts", .fn = pre_timeouts },
 	{ "nb_connect", .solo = pre_nb_connect },
 	{ "nb_fallback", .solo = pre_nb_fallback },
+	{ "reuseport", .solo = pre_reuseport },
 };
 
 __attribute__((constructor)) static void pre_main(void)
@@ -1194,6 +1232,7 @@ FIXTURE_VARIANT_ADD(preloaded, opts_before_connect) { .name = "opts_before_conne
 FIXTURE_VARIANT_ADD(preloaded, timeouts) { .name = "timeouts" };
 FIXTURE_VARIANT_ADD(preloaded, nb_connect) { .name = "nb_connect" };
 FIXTURE_VARIANT_ADD(preloaded, nb_fallback) { .name = "nb_fallback" };
+FIXTURE_VARIANT_ADD(preloaded, reuseport) { .name = "reuseport" };
 
 FIXTURE_SETUP(preloaded)
 {

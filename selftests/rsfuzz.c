@@ -674,6 +674,9 @@ static void a_listen(void)
 		l.flags = RDMASHARE_LISTEN_FILES;
 	if (!pick(4))
 		listen_addr(&l);
+	/* Shared ports: several listeners at once, connections dealt among them. */
+	if (!pick(3))
+		l.flags |= RDMASHARE_LISTEN_REUSEPORT;
 	if (!pick(10))
 		l.flags = rnd();
 	if (!pick(10))
@@ -746,6 +749,11 @@ static void a_listen_fd(void)
 		break;
 	case 7 ... 8:
 		listen_addr(&l);
+		break;
+	case 9 ... 10:
+		l.flags |= RDMASHARE_LISTEN_REUSEPORT;
+		if (pick(2))
+			listen_addr(&l);
 		break;
 	}
 	if (do_ioctl(f->fd, RDMASHARE_IOC_LISTEN, &l, sizeof(l)))

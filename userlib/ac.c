@@ -718,9 +718,12 @@ int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int ma
 {
 	struct rdmashare_listen l = {
 		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD, .port = port,
-		.backlog = backlog, .file = { .flags = flags }, .max_files = max_files,
+		.backlog = backlog, .file = { .flags = flags & ~RDMASHARE_LISTEN_FD_REUSEPORT },
+		.max_files = max_files,
 	};
 
+	if (flags & RDMASHARE_LISTEN_FD_REUSEPORT)
+		l.flags |= RDMASHARE_LISTEN_REUSEPORT;
 	return rs_listen_fd(&l);
 }
 
@@ -729,7 +732,9 @@ int rdmashare_listen_fd_at(const struct sockaddr *addr, unsigned int backlog,
 {
 	struct rdmashare_listen l = {
 		.size = sizeof(l), .flags = RDMASHARE_LISTEN_FD | RDMASHARE_LISTEN_ADDR,
-		.backlog = backlog, .file = { .flags = flags & ~RDMASHARE_LISTEN_FD_V6ONLY },
+		.backlog = backlog,
+		.file = { .flags = flags & ~(RDMASHARE_LISTEN_FD_V6ONLY |
+					     RDMASHARE_LISTEN_FD_REUSEPORT) },
 		.max_files = max_files,
 	};
 	int ret;
@@ -742,6 +747,8 @@ int rdmashare_listen_fd_at(const struct sockaddr *addr, unsigned int backlog,
 	l.port = l.local.port;
 	if (flags & RDMASHARE_LISTEN_FD_V6ONLY)
 		l.flags |= RDMASHARE_LISTEN_V6ONLY;
+	if (flags & RDMASHARE_LISTEN_FD_REUSEPORT)
+		l.flags |= RDMASHARE_LISTEN_REUSEPORT;
 	/* A module that knows no addresses finds a tail it does not know. */
 	ret = rs_listen_fd(&l);
 	return ret == -E2BIG ? -EINVAL : ret;

@@ -430,7 +430,8 @@ int rdmashare_file_error(int fd);
  * @backlog: connections that may wait for rdmashare_accept_fd()
  * @max_files: AC files it gives that may exist at once, 0 for 64
  * @flags: the listening file's RDMASHARE_FILE_* (O_NONBLOCK: accepts do
- *	not wait)
+ *	not wait), and RDMASHARE_LISTEN_FD_REUSEPORT to share the port
+ *	(RDMASHARE_FEAT_LISTEN_REUSEPORT)
  *
  * A descriptor like a listening stream socket's: poll(2) reports POLLIN
  * while a connection waits; close(2) stops listening.  It needs no handle
@@ -446,6 +447,11 @@ int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int ma
 
 /* rdmashare_listen_fd_at(): an IPv6 wildcard that takes no IPv4 (IPV6_V6ONLY). */
 #define RDMASHARE_LISTEN_FD_V6ONLY	(1U << 16)
+/*
+ * rdmashare_listen_fd(), rdmashare_listen_fd_at(): share the port with this
+ * user's other listeners on the same addresses that have it (SO_REUSEPORT).
+ */
+#define RDMASHARE_LISTEN_FD_REUSEPORT	(1U << 17)
 
 /**
  * rdmashare_listen_fd_at() - a listening file on one address
@@ -454,8 +460,9 @@ int rdmashare_listen_fd(unsigned int port, unsigned int backlog, unsigned int ma
  *	bind(2) takes it
  * @backlog: as for rdmashare_listen_fd()
  * @max_files: as for rdmashare_listen_fd()
- * @flags: the listening file's RDMASHARE_FILE_*, and
- *	RDMASHARE_LISTEN_FD_V6ONLY for an IPv6 wildcard
+ * @flags: the listening file's RDMASHARE_FILE_*,
+ *	RDMASHARE_LISTEN_FD_V6ONLY for an IPv6 wildcard, and
+ *	RDMASHARE_LISTEN_FD_REUSEPORT
  *
  * rdmashare_listen_fd() for the connections to @addr alone: listeners of
  * one port on addresses that do not overlap coexist, as bound sockets do

@@ -2,7 +2,8 @@
 /*
  * KUnit tests for listeners' addresses (laddr.c): LISTEN's address read as
  * bind(2) reads it, which listeners of a port may coexist (as listening TCP
- * sockets may), and which one a connection that reached an address goes to.
+ * sockets may, SO_REUSEPORT's included), and which one a connection that
+ * reached an address goes to.
  */
 #include <kunit/test.h>
 #include <linux/in.h>
@@ -138,6 +139,44 @@ static void laddr_overlap_test(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, rs_laddr_overlap(&any6, &any6only));
 }
 
+/* SO_REUSEPORT: one user's listeners on the same addresses, all sharing. */
+static void laddr_conflict_test(struct kunit *test)
+{
+	struct rs_laddr all, any4, a1, m1, a2, b1;
+
+	rs_laddr_all(&all);
+	any4 = la(test, v4(0, 0, 0, 0), false);
+	a1 = la(test, v4(10, 0, 0, 1), false);
+	m1 = la(test, v4mapped(10, 0, 0, 1), false);
+	a2 = la(test, v4(10, 0, 0, 2), false);
+	b1 = la(test, v6(1), false);
+
+	/* Not shared: as overlap says, whoever the user. */
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&a1, &a1, true));
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&all, &all, true));
+	KUNIT_EXPECT_FALSE(test, rs_laddr_conflict(&a1, &a2, false));
+	KUNIT_EXPECT_FALSE(test, rs_laddr_conflict(&a1, &b1, false));
+	/* One of the two shares: still a conflict. */
+	a1.share = true;
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&a1, &m1, true));
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&m1, &a1, true));
+	/* Both, the same address (an IPv4-mapped one is the IPv4 one). */
+	m1.share = true;
+	KUNIT_EXPECT_FALSE(test, rs_laddr_conflict(&a1, &m1, true));
+	KUNIT_EXPECT_FALSE(test, rs_laddr_conflict(&a1, &a1, true));
+	/* Another user's. */
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&a1, &m1, false));
+	/* A wildcard over the address, both sharing: not the same addresses. */
+	any4.share = true;
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&any4, &a1, true));
+	all.share = true;
+	KUNIT_EXPECT_TRUE(test, rs_laddr_conflict(&all, &any4, true));
+	KUNIT_EXPECT_FALSE(test, rs_laddr_conflict(&all, &all, true));
+	/* Not overlapping at all: no conflict, sharing or not. */
+	b1.share = true;
+	KUNIT_EXPECT_FALSE(test, rs_laddr_conflict(&a1, &b1, false));
+}
+
 /* Where a connection goes, by the address it reached. */
 static void laddr_match_test(struct kunit *test)
 {
@@ -179,6 +218,7 @@ static void laddr_match_test(struct kunit *test)
 static struct kunit_case laddr_cases[] = {
 	KUNIT_CASE(laddr_bad_test),
 	KUNIT_CASE(laddr_overlap_test),
+	KUNIT_CASE(laddr_conflict_test),
 	KUNIT_CASE(laddr_match_test),
 	{}
 };

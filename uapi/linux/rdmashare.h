@@ -59,6 +59,7 @@ enum {
 #define RDMASHARE_FEAT_FILE_SET		(1ULL << 14)	/* FILE_SET, growing send buffers */
 #define RDMASHARE_FEAT_FILE_TIMEO	(1ULL << 15)	/* FILE_SET's timeouts */
 #define RDMASHARE_FEAT_LISTEN_ADDR	(1ULL << 16)	/* RDMASHARE_LISTEN_ADDR */
+#define RDMASHARE_FEAT_LISTEN_REUSEPORT	(1ULL << 17)	/* RDMASHARE_LISTEN_REUSEPORT */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -395,6 +396,7 @@ struct rdmashare_file_params {
 #define RDMASHARE_LISTEN_FD		(1U << 1)	/* a listening file */
 #define RDMASHARE_LISTEN_ADDR		(1U << 2)	/* on @local alone */
 #define RDMASHARE_LISTEN_V6ONLY		(1U << 3)	/* IPv6 wildcard: no IPv4 */
+#define RDMASHARE_LISTEN_REUSEPORT	(1U << 4)	/* share the port (SO_REUSEPORT) */
 
 /**
  * struct rdmashare_listen - RDMASHARE_IOC_LISTEN
@@ -426,7 +428,11 @@ struct rdmashare_file_params {
  * An AF_INET6 wildcard takes IPv4 connections too, unless
  * RDMASHARE_LISTEN_V6ONLY (IPV6_V6ONLY) is set.  Listeners of a port whose
  * addresses overlap cannot both exist: EADDRINUSE, as for listening TCP
- * sockets.
+ * sockets; except with RDMASHARE_LISTEN_REUSEPORT (SO_REUSEPORT,
+ * RDMASHARE_FEAT_LISTEN_REUSEPORT): listeners that all have it, of one
+ * user, on the same addresses (the same flags and @local) share the port,
+ * and its connections are dealt among them in turn, skipping those whose
+ * backlog is full.
  *
  * With RDMASHARE_LISTEN_FD, LISTEN makes a listening file, like a
  * listening stream socket's descriptor, on any /dev/rdmashare file, set

@@ -849,6 +849,15 @@ static void listen_addr(int fd, const struct sockaddr_storage *ss, struct rdmash
 		l->flags |= RDMASHARE_LISTEN_V6ONLY;
 }
 
+/* Whether the socket @fd shares its port (SO_REUSEPORT). */
+static bool reuseport(int fd)
+{
+	socklen_t len = sizeof(int);
+	int on = 0;
+
+	return !real.getsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, &len) && on;
+}
+
 /* LISTEN, with fewer send buffers if RLIMIT_MEMLOCK is small. */
 static int listen_ioctl(int dev, struct rdmashare_listen *l)
 {
@@ -875,8 +884,15 @@ static int rdma_listen(int fd, const struct sockaddr_storage *ss, int backlog,
 	l->file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
 	l->file.sndbuf = SNDBUF;
 	listen_addr(fd, ss, l);
+	if (reuseport(fd))
+		l->flags |= RDMASHARE_LISTEN_REUSEPORT;
 	dev = open(DEV_PATH, O_RDWR | O_CLOEXEC);
 	ret = dev < 0 ? -1 : listen_ioctl(dev, l);
+	if (ret < 0 && errno == EINVAL && (l->flags & RDMASHARE_LISTEN_REUSEPORT)) {
+		/* A module that shares no port: the first listener has it. */
+		l->flags &= ~RDMASHARE_LISTEN_REUSEPORT;
+		ret = listen_ioctl(dev, l);
+	}
 	if (ret < 0 && (errno == EINVAL || errno == E2BIG)) {
 		/*
 		 * A module without addresses in LISTEN (which finds a tail
@@ -891,7 +907,7 @@ static int rdma_listen(int fd, const struct sockaddr_storage *ss, int backlog,
 			real.close(dev);
 			return -1;
 		}
-		l->flags &= ~RDMASHARE_LISTEN_ADDR;
+		l->flags &= ~(RDMASHARE_LISTEN_ADDR | RDMASHARE_LISTEN_REUSEPORT);
 		memset(&l->local, 0, sizeof(l->local));
 		ret = listen_ioctl(dev, l);
 	}
