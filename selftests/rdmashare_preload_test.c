@@ -28,6 +28,9 @@
  *    (::ffff:a.b.c.d; PyTorch's TCPStore does) and a dual-stack listener
  *    on :: takes it: over rdmashare, and both ends' names are v4-mapped
  *    IPv6 addresses, as over TCP.
+ *  - curl: curl (a non-blocking connect, poll, then SO_ERROR) fetches the
+ *    file from Python's http.server: both preloaded, over rdmashare; the
+ *    server not preloaded, curl's connect refused over rdmashare, over TCP.
  *  - openmpi: Open MPI's mpirun, 4 ranks over its TCP BTL (rs_mpi: an
  *    allreduce and a ping-pong up to 1 MiB, results checked), first on a
  *    host without the module (TCP), then preloaded: the ping-pong's bytes
@@ -216,6 +219,39 @@ TEST_F_TIMEOUT(pl, policy_port, 180)
 	nc_pair(srv, cli, sizeof(srv), pre, pre);
 	ASSERT_EQ(0, copy_with(srv, cli, false));
 	check_transport(_metadata, self->rs0, self->tcp0, false);
+}
+
+/*
+ * curl fetching the file from Python's http.server, each under @spre and
+ * @cpre: 0 if curl succeeded and the copy is whole.  A port of its own:
+ * the server closes first, and its TCP port stays in TIME_WAIT.
+ */
+#define HTTP_PORT	(PORT + 2)
+
+static int fetch_with(const char *spre, const char *cpre, bool rdma)
+{
+	return rs_sh("(cd /tmp && exec %s python3 -m http.server %d --bind %s >/dev/null 2>&1) & "
+		     "pid=$!; for i in $(seq 200); do "
+		     "ss -ltn | grep -q ':%d ' && { [ %d = 0 ] || grep -qw %d " LISTENERS "; } && "
+		     "break; sleep 0.1; done; "
+		     "%s curl -sSf --max-time 60 -o " OUT " http://%s:%d/%s; c=$?; "
+		     "kill $pid; wait $pid; [ $c = 0 ] && cmp -s " IN " " OUT,
+		     spre, HTTP_PORT, ip, HTTP_PORT, rdma, HTTP_PORT, cpre, ip, HTTP_PORT, IN + 5);
+}
+
+TEST_F_TIMEOUT(pl, curl, 180)
+{
+	long rs0, tcp0;
+
+	if (rs_sh("command -v curl >/dev/null && command -v python3 >/dev/null"))
+		SKIP(return, "no curl or python3");
+	ASSERT_EQ(0, fetch_with(run, run, true));
+	check_transport(_metadata, self->rs0, self->tcp0, true);
+	/* A plain server: curl's non-blocking connect goes to TCP. */
+	rs0 = rs_tx_bytes();
+	tcp0 = tcp_out_segs();
+	ASSERT_EQ(0, fetch_with("", run, false));
+	check_transport(_metadata, rs0, tcp0, false);
 }
 
 /* A number after the last @key in @path's text (progress comes first); -1 if none. */

@@ -50,9 +50,10 @@
  *    (EINPROGRESS) and registered in epoll before connect(), all writable
  *    with SO_ERROR 0, EISCONN when asked again, a blocking socket's and a
  *    listener's epoll registrations (made before connect() and listen())
- *    carried to the files that take their numbers; to a plain TCP server, the TCP
- *    socket in place by the first call that asks (SO_ERROR, a second
- *    connect(), write()), with its options and epoll registration, and
+ *    carried to the files that take their numbers; to a plain TCP server,
+ *    epoll_wait(), poll() and select() report the TCP socket connected in
+ *    its place (writable, no error), as do SO_ERROR, a second connect() and
+ *    write() without a wait, with its options and epoll registration, and
  *    ECONNREFUSED with no server at all; two listeners of one port with
  *    SO_REUSEPORT, both over rdmashare, taking four connections each.
  */
@@ -1037,20 +1038,53 @@ static int pre_nb_connect(unsigned int port)
 	return 0;
 }
 
+/* Until the connecting AC file @fd has its answer (FILE_INFO, past the preload). */
+static bool answered(int fd)
+{
+	struct rdmashare_file_info fi;
+	double t = rs_now();
+
+	while (rs_now() - t < 10) {
+		if (rdmashare_file_info(fd, &fi, 0) || fi.state != RDMASHARE_AC_STATE_CONNECTING)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Accepted from @l: the byte @c sent over TCP. */
+static bool tcp_carries(int l, int c, char x)
+{
+	char b = 0;
+	int s;
+
+	if (write(c, &x, 1) != 1)
+		return false;
+	s = accept(l, NULL, NULL);
+	if (s < 0 || is_ac_file(s) || read(s, &b, 1) != 1)
+		return false;
+	close(s);
+	return b == x;
+}
+
 /*
  * Non-blocking connect() to a plain TCP server: EINPROGRESS with an AC file
- * in place; rdmashare refuses, and the first call that asks (SO_ERROR, a
- * second connect() as hiredis makes, or a write()) finds the TCP socket
- * connected in its place, with the options and the epoll registration
- * given before; no server at all: SO_ERROR is ECONNREFUSED, as TCP's.
+ * in place; rdmashare refuses, and what the program learns of it is TCP's:
+ * epoll_wait() (registered before connect()), poll() and select() report
+ * the TCP socket connected (writable, no error) in its place, with the
+ * option given before and the epoll registration; a program that does not
+ * wait finds it the same by SO_ERROR, a second connect() (as hiredis asks)
+ * or write().  No server at all: ECONNREFUSED, as TCP's.
  */
 static int pre_nb_fallback(unsigned int port)
 {
 	struct sockaddr_in sin = pre_addr(port);
 	struct pollfd p = { .events = POLLOUT };
 	struct epoll_event ev = { .events = EPOLLOUT };
+	struct timeval tv = { 10, 0 };
 	socklen_t len = sizeof(int);
 	int l, ep, c, s, on = 1, v = 0;
+	fd_set w, x;
 	char b[4];
 
 	l = pre_listener(port, true, -1);
@@ -1058,7 +1092,7 @@ static int pre_nb_fallback(unsigned int port)
 	ep = epoll_create1(0);
 	PRE_CHECK(ep >= 0);
 
-	/* Asked by SO_ERROR, after epoll said writable. */
+	/* epoll_wait(), registered before connect(). */
 	c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	PRE_CHECK(c >= 0);
 	PRE_CHECK(!setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on)));
@@ -1066,8 +1100,9 @@ static int pre_nb_fallback(unsigned int port)
 	PRE_CHECK(connect(c, (struct sockaddr *)&sin, sizeof(sin)) == -1 && errno == EINPROGRESS);
 	PRE_CHECK(is_ac_file(c));
 	PRE_CHECK(epoll_wait(ep, &ev, 1, 10000) == 1);
-	PRE_CHECK(so_error(c) == 0);
+	PRE_CHECK(ev.events == EPOLLOUT);
 	PRE_CHECK(!is_ac_file(c));
+	PRE_CHECK(so_error(c) == 0);
 	PRE_CHECK(!getsockopt(c, IPPROTO_TCP, TCP_NODELAY, &v, &len) && v == 1);
 	s = accept(l, NULL, NULL);
 	PRE_CHECK(s >= 0 && !is_ac_file(s));
@@ -1080,35 +1115,47 @@ static int pre_nb_fallback(unsigned int port)
 	close(s);
 	close(c);
 
-	/* Asked by a second connect(). */
+	/* poll(). */
 	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
 	p.fd = c;
-	PRE_CHECK(poll(&p, 1, 10000) == 1);
+	PRE_CHECK(poll(&p, 1, 10000) == 1 && p.revents == POLLOUT);
+	PRE_CHECK(tcp_carries(l, c, 'p'));
+	close(c);
+
+	/* select(). */
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	FD_ZERO(&w);
+	FD_ZERO(&x);
+	FD_SET(c, &w);
+	FD_SET(c, &x);
+	PRE_CHECK(select(c + 1, NULL, &w, &x, &tv) == 1);
+	PRE_CHECK(FD_ISSET(c, &w) && !FD_ISSET(c, &x));
+	PRE_CHECK(tcp_carries(l, c, 's'));
+	close(c);
+
+	/* No wait: SO_ERROR, a second connect(), write(). */
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	PRE_CHECK(answered(c));
+	PRE_CHECK(so_error(c) == 0);
+	PRE_CHECK(tcp_carries(l, c, 'e'));
+	close(c);
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	PRE_CHECK(answered(c));
 	errno = 0;
 	v = connect(c, (struct sockaddr *)&sin, sizeof(sin));
 	PRE_CHECK(!v || errno == EISCONN);
-	PRE_CHECK(!is_ac_file(c));
-	PRE_CHECK(write(c, "x", 1) == 1);
-	s = accept(l, NULL, NULL);
-	PRE_CHECK(s >= 0 && read(s, b, 1) == 1 && b[0] == 'x');
-	close(s);
+	PRE_CHECK(tcp_carries(l, c, 'c'));
 	close(c);
-
-	/* Asked by write(). */
 	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
-	p.fd = c;
-	PRE_CHECK(poll(&p, 1, 10000) == 1);
-	PRE_CHECK(write(c, "y", 1) == 1);
-	s = accept(l, NULL, NULL);
-	PRE_CHECK(s >= 0 && read(s, b, 1) == 1 && b[0] == 'y');
-	close(s);
+	PRE_CHECK(answered(c));
+	PRE_CHECK(tcp_carries(l, c, 'w'));
 	close(c);
 	close(l);
 
 	/* Nobody on the port. */
 	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
 	p.fd = c;
-	PRE_CHECK(poll(&p, 1, 10000) == 1);
+	PRE_CHECK(poll(&p, 1, 10000) == 1 && (p.revents & POLLERR));
 	PRE_CHECK(so_error(c) == ECONNREFUSED);
 	close(c);
 	return 0;

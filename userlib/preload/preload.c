@@ -19,7 +19,9 @@
  *   port, or no rdmashare on the host), the socket connects over TCP as it
  *   would have; unreachable or timed out, the host is remembered for a
  *   minute and later connects go straight to TCP.  The epoll
- *   registrations made on the number follow it to the new file.
+ *   registrations made on the number follow it to the new file, and
+ *   while a connect is under way poll(), select() and epoll_wait() report
+ *   a failed AC file as the TCP socket that took its place.
  * - listen() on a selected port listens on TCP as asked and on a listening
  *   file of rdmashare's on the same port; the socket's number becomes an
  *   epoll instance that watches both (readable when either has a
@@ -168,6 +170,13 @@ static struct {
 	ssize_t (*readv)(int, const struct iovec *, int);
 	ssize_t (*writev)(int, const struct iovec *, int);
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 } real;
 
 #define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
@@ -182,6 +191,7 @@ static int nr_ports, nr_nets;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int dev_fd = -1;		/* connects come from here; -1 not yet, -2 none */
 static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nr_odd;		/* kept registrations whose data is not their number */
 static bool nb_old;		/* the module has no non-blocking CONNECT */
 static struct rsp_neg neg[NEG_SLOTS];
 
@@ -215,12 +225,21 @@ static int kind(int fd)
 	return e ? __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE) : RSP_NONE;
 }
 
+/* Descriptors in RSP_CONNECTING: poll() and its kin look at them. */
+static int nr_connecting;
+
 static void set_kind(int fd, int k)
 {
 	struct rsp_fd *e = rsp(fd);
+	int old;
 
-	if (e)
-		__atomic_store_n(&e->kind, k, __ATOMIC_RELEASE);
+	if (!e)
+		return;
+	old = __atomic_exchange_n(&e->kind, k, __ATOMIC_ACQ_REL);
+	if (old == RSP_CONNECTING && k != RSP_CONNECTING)
+		__atomic_fetch_sub(&nr_connecting, 1, __ATOMIC_RELAXED);
+	else if (old != RSP_CONNECTING && k == RSP_CONNECTING)
+		__atomic_fetch_add(&nr_connecting, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- a socket's number changing file ---- */
@@ -249,12 +268,15 @@ static void more_drop(int fd)
 {
 	struct rsp_fd *e = rsp(fd);
 	struct rsp_more *m;
+	int i;
 
 	if (!e || !e->more)
 		return;
 	pthread_mutex_lock(&lock);
 	m = e->more;
 	e->more = NULL;
+	for (i = 0; m && i < m->nr_ep; i++)
+		nr_odd -= m->ep[i].ev.data.fd != fd;
 	pthread_mutex_unlock(&lock);
 	free(m);
 }
@@ -277,15 +299,20 @@ static void ep_note(int fd, int epfd, int op, const struct epoll_event *ev)
 	for (i = 0; m && i < m->nr_ep && m->ep[i].epfd != epfd; i++)
 		;
 	if (!m) {
-		say("fd %d: no memory to keep its epoll registration", fd);
+		if (op == EPOLL_CTL_ADD)
+			say("fd %d: no memory to keep its epoll registration", fd);
 	} else if (op == EPOLL_CTL_DEL) {
-		if (i < m->nr_ep)
+		if (i < m->nr_ep) {
+			nr_odd -= m->ep[i].ev.data.fd != fd;
 			m->ep[i] = m->ep[--m->nr_ep];
+		}
 	} else if (ev) {
 		if (i == m->nr_ep && op == EPOLL_CTL_ADD)
-			m->nr_ep++;
-		if (i < m->nr_ep)
+			m->ep[m->nr_ep++].ev.data.fd = fd;
+		if (i < m->nr_ep) {
+			nr_odd += (ev->data.fd != fd) - (m->ep[i].ev.data.fd != fd);
 			m->ep[i] = (struct rsp_ep){ .epfd = epfd, .ev = *ev };
+		}
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -724,7 +751,7 @@ static void fall_back(int fd, int err)
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	if (real.connect(fd, (const struct sockaddr *)&m->peer, m->len) < 0 &&
 	    errno == EINPROGRESS)
-		poll(&p, 1, CONNECT_MS);
+		real.poll(&p, 1, CONNECT_MS);
 	fcntl(fd, F_SETFL, fl);
 	say("connect fd %d: %s, TCP", fd, strerror(err));
 	more_drop(fd);
@@ -1053,7 +1080,7 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 			errno = EAGAIN;
 			return -1;
 		}
-		n = epoll_wait(fd, &ev, 1, -1);
+		n = real.epoll_wait(fd, &ev, 1, -1);
 		if (n < 0)
 			return -1;
 	}
@@ -1439,6 +1466,243 @@ RSP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 		settle(fd);
 	NEED(writev);
 	return real.writev(fd, iov, iovcnt);
+}
+
+/*
+ * ---- readiness ----
+ *
+ * A connecting AC file that failed reports EPOLLERR, EPOLLHUP and EPOLLOUT,
+ * as a TCP socket whose connect failed does, and some programs take that
+ * for the answer without asking SO_ERROR (curl does).  So while any
+ * descriptor is connecting, what poll(), select() and epoll_wait() report
+ * on one is found out first (settle()): one that went to TCP is reported as
+ * the TCP socket is (its connect waited for), or not at all if that is
+ * still under way, and the call waits again if nothing else is left.
+ */
+
+/* What @fd, now the TCP socket, reports for @events at once. */
+static short tcp_revents(int fd, short events)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+
+	return real.poll(&p, 1, 0) == 1 ? p.revents : 0;
+}
+
+/* @p's entries of connecting descriptors found out; the new count of ready ones. */
+static int poll_fix(struct pollfd *p, nfds_t n, int ready)
+{
+	nfds_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!p[i].revents || kind(p[i].fd) != RSP_CONNECTING ||
+		    settle(p[i].fd) != RSP_NONE)
+			continue;
+		p[i].revents = tcp_revents(p[i].fd, p[i].events);
+		if (!p[i].revents)
+			ready--;
+	}
+	return ready;
+}
+
+RSP_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts,
+		     const sigset_t *mask)
+{
+	int ret;
+
+	NEED(ppoll);
+	do {
+		ret = real.ppoll(p, n, ts, mask);
+		if (ret <= 0 || !__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
+			return ret;
+		ret = poll_fix(p, n, ret);
+	} while (!ret);
+	return ret;
+}
+
+RSP_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
+{
+	struct timespec ts = { timeout / 1000, timeout % 1000 * 1000000L };
+
+	NEED(poll);
+	if (!__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
+		return real.poll(p, n, timeout);
+	return ppoll(p, n, timeout < 0 ? NULL : &ts, NULL);
+}
+
+/*
+ * The sets select() gave back, for the connecting descriptors among @nfds,
+ * found out (@in: what was asked); the new count of ready bits.
+ */
+static int select_fix(int nfds, fd_set *r, fd_set *w, fd_set *x, const fd_set *in, int ready)
+{
+	fd_set *sets[3] = { r, w, x };
+	short ev, got;
+	int fd, i;
+
+	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++) {
+		if (kind(fd) != RSP_CONNECTING)
+			continue;
+		for (ev = 0, i = 0; i < 3; i++)
+			ev |= sets[i] && FD_ISSET(fd, sets[i]) ? 1 << i : 0;
+		if (!ev || settle(fd) != RSP_NONE)
+			continue;
+		got = tcp_revents(fd, (FD_ISSET(fd, &in[0]) ? POLLIN : 0) |
+				      (FD_ISSET(fd, &in[1]) ? POLLOUT : 0) |
+				      (FD_ISSET(fd, &in[2]) ? POLLPRI : 0));
+		for (i = 0; i < 3; i++) {
+			if (!(ev & 1 << i))
+				continue;
+			/* As the kernel's select() maps poll's bits. */
+			if ((i == 0 && (got & (POLLIN | POLLHUP | POLLERR))) ||
+			    (i == 1 && (got & (POLLOUT | POLLERR))) || (i == 2 && (got & POLLPRI)))
+				continue;
+			FD_CLR(fd, sets[i]);
+			ready--;
+		}
+	}
+	return ready;
+}
+
+/* What select() is asked, kept to ask again. */
+static void sets_keep(int nfds, fd_set *r, fd_set *w, fd_set *x, fd_set *in)
+{
+	FD_ZERO(&in[0]);
+	FD_ZERO(&in[1]);
+	FD_ZERO(&in[2]);
+	if (nfds <= 0)
+		return;
+	if (r)
+		in[0] = *r;
+	if (w)
+		in[1] = *w;
+	if (x)
+		in[2] = *x;
+}
+
+static void sets_back(fd_set *r, fd_set *w, fd_set *x, const fd_set *in)
+{
+	if (r)
+		*r = in[0];
+	if (w)
+		*w = in[1];
+	if (x)
+		*x = in[2];
+}
+
+/* select() (@ts and @mask unused) or, with @p, pselect(). */
+static int select_either(bool p, int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv,
+			 const struct timespec *ts, const sigset_t *mask)
+{
+	bool fix = __atomic_load_n(&nr_connecting, __ATOMIC_RELAXED);
+	fd_set in[3];
+	int ret;
+
+	if (fix)
+		sets_keep(nfds, r, w, x, in);
+	for (;;) {
+		ret = p ? real.pselect(nfds, r, w, x, ts, mask) : real.select(nfds, r, w, x, tv);
+		if (ret <= 0 || !fix)
+			return ret;
+		ret = select_fix(nfds, r, w, x, in, ret);
+		if (ret)
+			return ret;
+		sets_back(r, w, x, in);
+	}
+}
+
+RSP_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
+{
+	NEED(select);
+	return select_either(false, nfds, r, w, x, tv, NULL, NULL);
+}
+
+RSP_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
+		       const sigset_t *mask)
+{
+	NEED(pselect);
+	return select_either(true, nfds, r, w, x, NULL, ts, mask);
+}
+
+/* Whether the connecting @fd is registered in @epfd with @data.  Under lock. */
+static bool ep_has(int fd, int epfd, epoll_data_t data)
+{
+	struct rsp_more *m;
+	int i;
+
+	if (fd < 0 || fd >= nr_fds || kind(fd) != RSP_CONNECTING)
+		return false;
+	m = fds[fd].more;
+	for (i = 0; m && i < m->nr_ep; i++)
+		if (m->ep[i].epfd == epfd && m->ep[i].ev.data.u64 == data.u64)
+			return true;
+	return false;
+}
+
+/*
+ * The connecting descriptor registered in @epfd with @data, or -1: the one
+ * @data names, as most programs register a descriptor with its number; the
+ * others are looked through only if some registration has other data.
+ */
+static int ep_owner(int epfd, epoll_data_t data)
+{
+	int fd, found = -1, left;
+
+	pthread_mutex_lock(&lock);
+	if (ep_has(data.fd, epfd, data))
+		found = data.fd;
+	left = nr_odd ? __atomic_load_n(&nr_connecting, __ATOMIC_RELAXED) : 0;
+	for (fd = 0; found < 0 && left > 0 && fd < nr_fds; fd++) {
+		if (kind(fd) != RSP_CONNECTING)
+			continue;
+		left--;
+		if (ep_has(fd, epfd, data))
+			found = fd;
+	}
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+/*
+ * @ev's events of connecting descriptors found out: those of one that went
+ * to TCP are dropped (its registration, made again on the TCP socket,
+ * reports it anew); the new count.
+ */
+static int epoll_fix(int epfd, struct epoll_event *ev, int n)
+{
+	int i, fd;
+
+	for (i = 0; i < n; i++) {
+		fd = ep_owner(epfd, ev[i].data);
+		if (fd < 0 || settle(fd) != RSP_NONE)
+			continue;
+		memmove(&ev[i], &ev[i + 1], (n - i - 1) * sizeof(*ev));
+		n--;
+		i--;
+	}
+	return n;
+}
+
+RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+			   const sigset_t *mask)
+{
+	int ret;
+
+	NEED(epoll_pwait);
+	do {
+		ret = real.epoll_pwait(epfd, ev, max, timeout, mask);
+		if (ret <= 0 || !__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
+			return ret;
+		ret = epoll_fix(epfd, ev, ret);
+	} while (!ret);
+	return ret;
+}
+
+RSP_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	NEED(epoll_wait);
+	if (!__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
+		return real.epoll_wait(epfd, ev, max, timeout);
+	return epoll_pwait(epfd, ev, max, timeout, NULL);
 }
 
 /* ---- socket options and names ---- */
@@ -1890,6 +2154,12 @@ __attribute__((constructor)) static void rsp_init(void)
 	RESOLVE(readv);
 	RESOLVE(writev);
 	RESOLVE(epoll_ctl);
+	RESOLVE(poll);
+	RESOLVE(ppoll);
+	RESOLVE(select);
+	RESOLVE(pselect);
+	RESOLVE(epoll_wait);
+	RESOLVE(epoll_pwait);
 
 	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
 	nr_fds = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 :
