@@ -644,7 +644,7 @@ static int rdma_connect(int fd, const struct sockaddr *sa)
 /*
  * A non-blocking connect(): the AC file takes @fd's number at once, its
  * CONNECT under way (RDMASHARE_CONNECT_NONBLOCK), and the TCP socket waits
- * aside (in the upper half of the descriptor table, out of the program's
+ * aside (from half the descriptor limit up, or 4096, out of the program's
  * way) for a TCP connect if rdmashare's fails: settle().  0; 1 if it cannot
  * be had (an older module, no descriptor to spare), for the blocking way;
  * or -errno (the socket untouched).
@@ -659,10 +659,13 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 	struct rsp_more *m;
 	struct rlimit rl;
 	int dev, tcp, fdfl, tries, err = 0;
+	long low;
 
 	if (__atomic_load_n(&nb_old, __ATOMIC_RELAXED) || !e || getrlimit(RLIMIT_NOFILE, &rl))
 		return 1;
-	tcp = fcntl(fd, F_DUPFD_CLOEXEC, rl.rlim_cur / 2 > 64 ? (long)(rl.rlim_cur / 2) : 64);
+	/* Not below half the limit, nor so high that the table grows for it. */
+	low = rl.rlim_cur / 2 < 64 ? 64 : rl.rlim_cur / 2 > 4096 ? 4096 : (long)rl.rlim_cur / 2;
+	tcp = fcntl(fd, F_DUPFD_CLOEXEC, low);
 	if (tcp < 0 || !rsp(tcp)) {
 		if (tcp >= 0)
 			real.close(tcp);
@@ -750,8 +753,10 @@ static void fall_back(int fd, int err)
 	real.close(tcp);
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 	if (real.connect(fd, (const struct sockaddr *)&m->peer, m->len) < 0 &&
-	    errno == EINPROGRESS)
+	    errno == EINPROGRESS) {
+		NEED(poll);
 		real.poll(&p, 1, CONNECT_MS);
+	}
 	fcntl(fd, F_SETFL, fl);
 	say("connect fd %d: %s, TCP", fd, strerror(err));
 	more_drop(fd);
@@ -1080,6 +1085,7 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 			errno = EAGAIN;
 			return -1;
 		}
+		NEED(epoll_wait);
 		n = real.epoll_wait(fd, &ev, 1, -1);
 		if (n < 0)
 			return -1;
@@ -1485,6 +1491,7 @@ static short tcp_revents(int fd, short events)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 
+	NEED(poll);
 	return real.poll(&p, 1, 0) == 1 ? p.revents : 0;
 }
 
