@@ -51,10 +51,10 @@
  *    with SO_ERROR 0, EISCONN when asked again, a blocking socket's and a
  *    listener's epoll registrations (made before connect() and listen())
  *    carried to the files that take their numbers; to a plain TCP server,
- *    epoll_wait(), poll() and select() report the TCP socket connected in
- *    its place (writable, no error), as do SO_ERROR, a second connect() and
- *    write() without a wait, with its options and epoll registration, and
- *    ECONNREFUSED with no server at all; two listeners of one port with
+ *    epoll_wait(), epoll_pwait2(), poll() and select() report the TCP
+ *    socket connected in its place (writable, no error), as do SO_ERROR, a
+ *    second connect() and write() without a wait, with its options and
+ *    epoll registration, and ECONNREFUSED with no server at all; two listeners of one port with
  *    SO_REUSEPORT, both over rdmashare, taking four connections each.
  */
 #include <arpa/inet.h>
@@ -1070,7 +1070,8 @@ static bool tcp_carries(int l, int c, char x)
 /*
  * Non-blocking connect() to a plain TCP server: EINPROGRESS with an AC file
  * in place; rdmashare refuses, and what the program learns of it is TCP's:
- * epoll_wait() (registered before connect()), poll() and select() report
+ * epoll_wait() (registered before connect()), epoll_pwait2(), poll() and
+ * select() report
  * the TCP socket connected (writable, no error) in its place, with the
  * option given before and the epoll registration; a program that does not
  * wait finds it the same by SO_ERROR, a second connect() (as hiredis asks)
@@ -1113,6 +1114,16 @@ static int pre_nb_fallback(unsigned int port)
 	PRE_CHECK(epoll_wait(ep, &ev, 1, 10000) == 1 && (ev.events & EPOLLIN));
 	PRE_CHECK(read(c, b, sizeof(b)) == 2 && !memcmp(b, "hi", 2));
 	close(s);
+	close(c);
+
+	/* epoll_pwait2(), registered after connect(). */
+	PRE_CHECK(pre_connect_nb(port, &c) == -1 && errno == EINPROGRESS);
+	ev.events = EPOLLOUT;
+	ev.data.fd = c;
+	PRE_CHECK(!epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev));
+	PRE_CHECK(epoll_pwait2(ep, &ev, 1, &(struct timespec){ 10, 0 }, NULL) == 1);
+	PRE_CHECK(ev.events == EPOLLOUT && ev.data.fd == c);
+	PRE_CHECK(tcp_carries(l, c, '2'));
 	close(c);
 
 	/* poll(). */

@@ -177,6 +177,8 @@ static struct {
 		       const sigset_t *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
+			    const sigset_t *);
 } real;
 
 #define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
@@ -1600,7 +1602,8 @@ static void sets_back(fd_set *r, fd_set *w, fd_set *x, const fd_set *in)
 static int select_either(bool p, int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv,
 			 const struct timespec *ts, const sigset_t *mask)
 {
-	bool fix = __atomic_load_n(&nr_connecting, __ATOMIC_RELAXED);
+	/* Sets larger than fd_set (allowed, past FD_SETSIZE) are left alone. */
+	bool fix = __atomic_load_n(&nr_connecting, __ATOMIC_RELAXED) && nfds <= FD_SETSIZE;
 	fd_set in[3];
 	int ret;
 
@@ -1689,19 +1692,38 @@ static int epoll_fix(int epfd, struct epoll_event *ev, int n)
 	return n;
 }
 
-RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
-			   const sigset_t *mask)
+/* epoll_pwait() (@ts unused) or, with @p2, epoll_pwait2() (@timeout unused). */
+static int epoll_either(bool p2, int epfd, struct epoll_event *ev, int max, int timeout,
+			const struct timespec *ts, const sigset_t *mask)
 {
 	int ret;
 
-	NEED(epoll_pwait);
 	do {
-		ret = real.epoll_pwait(epfd, ev, max, timeout, mask);
+		ret = p2 ? real.epoll_pwait2(epfd, ev, max, ts, mask) :
+			   real.epoll_pwait(epfd, ev, max, timeout, mask);
 		if (ret <= 0 || !__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
 			return ret;
 		ret = epoll_fix(epfd, ev, ret);
 	} while (!ret);
 	return ret;
+}
+
+RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+			   const sigset_t *mask)
+{
+	NEED(epoll_pwait);
+	return epoll_either(false, epfd, ev, max, timeout, NULL, mask);
+}
+
+RSP_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
+			    const struct timespec *ts, const sigset_t *mask)
+{
+	NEED(epoll_pwait2);
+	if (!real.epoll_pwait2) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return epoll_either(true, epfd, ev, max, 0, ts, mask);
 }
 
 RSP_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
@@ -2167,6 +2189,7 @@ __attribute__((constructor)) static void rsp_init(void)
 	RESOLVE(pselect);
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
+	RESOLVE(epoll_pwait2);
 
 	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
 	nr_fds = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 :
