@@ -81,34 +81,46 @@ static const struct sockaddr *unmapped(const struct sockaddr *sa, socklen_t len,
 }
 
 /*
- * An AC file to @sa, in place of the socket @fd: 0, or -errno (the socket
- * untouched).
+ * CONNECT @c to @sa on the process's file (a new file when the file area
+ * is full): 0, the AC file in @c->file.fd; or -errno.
  */
-static int rdma_connect(int fd, const struct sockaddr *sa)
+static int connect_ioctl(struct rdmashare_connect *c, const struct sockaddr *sa)
 {
-	struct rdmashare_connect c = { .size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE };
-	int dev, fl, fdfl, tries, err = 0;
+	int dev, tries, err = 0;
 
-	c.peer.family = sa->sa_family;
-	c.peer.port = port_of(sa);
-	memcpy(c.peer.addr, addr_of(sa), sa->sa_family == AF_INET ? 4 : 16);
-	c.timeout_ms = CONNECT_MS;
-	fl = fcntl(fd, F_GETFL);
-	fdfl = fcntl(fd, F_GETFD);
-	c.file.flags = RDMASHARE_FILE_CLOEXEC | (fl & O_NONBLOCK ? RDMASHARE_FILE_NONBLOCK : 0);
-	c.file.sndbuf = SNDBUF;
+	c->peer.family = sa->sa_family;
+	c->peer.port = port_of(sa);
+	memcpy(c->peer.addr, addr_of(sa), sa->sa_family == AF_INET ? 4 : 16);
+	c->timeout_ms = CONNECT_MS;
+	c->file.sndbuf = SNDBUF;
 	for (tries = 0; tries < 2; tries++) {
 		dev = dev_get(tries);
 		if (dev < 0)
 			return -ENODEV;
-		if (!ioctl(dev, RDMASHARE_IOC_CONNECT, &c))
-			break;
+		if (!ioctl(dev, RDMASHARE_IOC_CONNECT, c))
+			return 0;
 		err = -errno;
 		/* A full file area: a new file for the next ones. */
 		if (err != -ENOSPC)
 			return err;
 	}
-	if (tries == 2)
+	return err;
+}
+
+/*
+ * An AC file to @sa, in place of the socket @fd, waited for: 0, or -errno
+ * (the socket untouched).
+ */
+static int rdma_connect(int fd, const struct sockaddr *sa)
+{
+	struct rdmashare_connect c = { .size = sizeof(c), .flags = RDMASHARE_CONNECT_FILE };
+	int fl, fdfl, err;
+
+	fl = fcntl(fd, F_GETFL);
+	fdfl = fcntl(fd, F_GETFD);
+	c.file.flags = RDMASHARE_FILE_CLOEXEC | (fl & O_NONBLOCK ? RDMASHARE_FILE_NONBLOCK : 0);
+	err = connect_ioctl(&c, sa);
+	if (err)
 		return err;
 	timeo_copy(fd, c.file.fd);
 	err = swap_file(fd, c.file.fd, fdfl & FD_CLOEXEC ? O_CLOEXEC : 0);
@@ -138,7 +150,7 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 	struct rsp_fd *e = rsp(fd);
 	struct rsp_more *m;
 	struct rlimit rl;
-	int dev, tcp, fdfl, tries, err = 0;
+	int tcp, fdfl, err;
 	long low;
 
 	if (__atomic_load_n(&nb_old, __ATOMIC_RELAXED) || !e || getrlimit(RLIMIT_NOFILE, &rl))
@@ -151,31 +163,15 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 			real.close(tcp);
 		return 1;
 	}
-	c.peer.family = to->sa_family;
-	c.peer.port = port_of(to);
-	memcpy(c.peer.addr, addr_of(to), to->sa_family == AF_INET ? 4 : 16);
-	c.timeout_ms = CONNECT_MS;
 	fdfl = fcntl(fd, F_GETFD);
 	c.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
-	c.file.sndbuf = SNDBUF;
-	for (tries = 0; tries < 2; tries++) {
-		dev = dev_get(tries);
-		if (dev < 0) {
-			err = -ENODEV;
-			goto out_tcp;
-		}
-		if (!ioctl(dev, RDMASHARE_IOC_CONNECT, &c))
-			break;
-		err = -errno;
-		if (err == -EINVAL) {
-			/* A module without it: the blocking way from now on. */
-			__atomic_store_n(&nb_old, true, __ATOMIC_RELAXED);
-			err = 1;
-		}
-		if (err != -ENOSPC)
-			goto out_tcp;
+	err = connect_ioctl(&c, to);
+	if (err == -EINVAL) {
+		/* A module without it: the blocking way from now on. */
+		__atomic_store_n(&nb_old, true, __ATOMIC_RELAXED);
+		err = 1;
 	}
-	if (tries == 2)
+	if (err)
 		goto out_tcp;
 	pthread_mutex_lock(&lock);
 	m = more_get(e, 0);
