@@ -15,8 +15,9 @@ rs_die() { printf '[rdmashare] error: %s\n' "$*" >&2; exit 1; }
 # the kernel is patching live (static keys, tracepoints) and the guest dies
 # of an "Oops: int3" in kernel code rdmashare does not patch (seen in
 # sched_clock_cpu at boot, before any module, and in trace_sched_wakeup).
-# rdmashare uses no kprobes or text patching, so the callers boot such a
-# guest once more, and say so.  Any other failure counts at once.
+# The module uses no kprobes or text patching (the trace tests enable
+# tracepoints, as few times as they can), so the callers boot such a guest
+# once more, and say so.  Any other failure counts at once.
 rs_emulator_int3() {
 	grep -qE '^  \| .*Oops: int3' "$1"
 }
