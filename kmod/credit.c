@@ -502,8 +502,15 @@ void rs_rx_want(struct rs_ac *ac)
 		else if (READ_ONCE(ac->credits_out))
 			push = rs_rx_peer_waits(ac);
 	} else if (rf->rx_unreserved && list_empty(&rf->rx_wanting)) {
-		/* Up to its share, and at least one slot. */
-		n = rs_rx_fair(rf) > ac->rx_held ? rs_rx_fair(rf) - ac->rx_held : 1;
+		/*
+		 * Up to its share.  A reader behind, its share full of what
+		 * it has not read, gets half a share: fed the slot or two its
+		 * reads free meanwhile, the peer would send one small message
+		 * a SEND, each for a WANT and a grant (TCP's silly window
+		 * syndrome).  The window shrinks back as it reads.
+		 */
+		n = rs_rx_fair(rf) > ac->rx_held ? rs_rx_fair(rf) - ac->rx_held
+						 : max(rs_rx_fair(rf) / 2, 1U);
 		n = min3(rf->rx_unreserved, n, max(ac->rx_held, 1U));
 		rf->rx_unreserved -= n;
 		rs_rx_lend(ac, n);
