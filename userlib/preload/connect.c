@@ -204,7 +204,8 @@ out_tcp:
  * connect is waited for (CONNECT_MS at most), so that the call that found
  * the failure (getsockopt(SO_ERROR), a second connect(), a read) gets TCP's
  * answer; one still under way is left to the program as TCP's would be.
- * Under settle_lock.
+ * Under settle_lock, but for the wait: a peer that does not answer holds
+ * up only the calls on its own socket.
  */
 static void fall_back(int fd, int err)
 {
@@ -212,6 +213,7 @@ static void fall_back(int fd, int err)
 	struct rsp_more *m = e->more;
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	int tcp = e->tcp, fl, fdfl;
+	bool wait;
 
 	if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == ENODEV)
 		neg_add((const struct sockaddr *)&m->peer, m->len);
@@ -228,14 +230,18 @@ static void fall_back(int fd, int err)
 	}
 	real.close(tcp);
 	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	if (real.connect(fd, (const struct sockaddr *)&m->peer, m->len) < 0 &&
-	    errno == EINPROGRESS) {
+	wait = real.connect(fd, (const struct sockaddr *)&m->peer, m->len) < 0 &&
+	       errno == EINPROGRESS;
+	say("connect fd %d: %s, TCP", fd, strerror(err));
+	more_drop(fd);
+	/* A TCP socket now: the calls of other threads on it go straight to it. */
+	pthread_mutex_unlock(&settle_lock);
+	if (wait) {
 		NEED(poll);
 		real.poll(&p, 1, CONNECT_MS);
 	}
 	fcntl(fd, F_SETFL, fl);
-	say("connect fd %d: %s, TCP", fd, strerror(err));
-	more_drop(fd);
+	pthread_mutex_lock(&settle_lock);
 }
 
 /*
