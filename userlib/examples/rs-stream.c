@@ -15,6 +15,10 @@
  *   -F on both sides: AC files (read(2), write(2), poll(2)) instead of the
  *       rings; a message is a write of BYTES, and the server reads the
  *       streams as they come
+ *   -I with -F, on both sides: iperf3's calls, a poll(2) before each write
+ *       and each read, and reads of BYTES (iperf3's -l), so that iperf3
+ *       under rdmashare-run can be set against the same calls without the
+ *       preload
  *
  * Every message carries its AC's sequence number; the server checks order.
  */
@@ -49,6 +53,7 @@ static double now(void)
 #define SERVER_SNDBUF		4096
 
 static int files;
+static int iperf_calls;		/* -I */
 
 static struct rdmashare *open_rs(size_t data, unsigned int slots, unsigned int slot_size,
 				 size_t files_size)
@@ -191,6 +196,7 @@ static int server_files(unsigned int port, unsigned int nacs, unsigned int slots
 	struct pollfd *pfd = calloc(nacs, sizeof(*pfd));
 	unsigned int i, open_fds = nacs, bad = 0;
 	unsigned char *buf = malloc(1 << 20);
+	size_t rd = iperf_calls && len < (1 << 20) ? len : 1 << 20;
 	double t0 = 0;
 	ssize_t n;
 	int l;
@@ -218,7 +224,7 @@ static int server_files(unsigned int port, unsigned int nacs, unsigned int slots
 		for (i = 0; i < nacs; i++) {
 			if (!pfd[i].revents)
 				continue;
-			n = read(pfd[i].fd, buf, 1 << 20);
+			n = read(pfd[i].fd, buf, rd);
 			if (n <= 0) {
 				if (n < 0) {
 					fprintf(stderr, "rs-stream: AC file %u: %s\n", i, strerror(errno));
@@ -270,6 +276,7 @@ static int client_proc_files(const struct sockaddr *sa, unsigned int nacs, size_
 	struct rdmashare *rs = open_rs(1 << 20, 0, 0, (size_t)nacs * CLIENT_SNDBUF(len));
 	char *buf = calloc(1, len);
 	int *fds = calloc(nacs, sizeof(*fds));
+	struct pollfd p = { .events = POLLOUT };
 	unsigned int i, m;
 	size_t done;
 	ssize_t n;
@@ -289,6 +296,11 @@ static int client_proc_files(const struct sockaddr *sa, unsigned int nacs, size_
 		memcpy(buf, &m, 4);
 		for (i = 0; i < nacs; i++) {
 			for (done = 0; done < len; done += n) {
+				p.fd = fds[i];
+				if (iperf_calls && poll(&p, 1, -1) < 0) {
+					perror("rs-stream: poll");
+					return 1;
+				}
 				n = write(fds[i], buf + done, len - done);
 				if (n <= 0) {
 					perror("rs-stream: write");
@@ -363,7 +375,7 @@ int main(int argc, char **argv)
 	char svc[16];
 	double t0;
 
-	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:F")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:FI")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
@@ -375,11 +387,12 @@ int main(int argc, char **argv)
 		case 'r': slots = atoi(optarg); break;
 		case 'S': slot_size = atoi(optarg); break;
 		case 'F': files = 1; break;
+		case 'I': iperf_calls = 1; break;
 		default:
 			goto usage;
 		}
 	}
-	if (!srv == !host || !nacs || !procs || nacs % procs || len < 4)
+	if (!srv == !host || !nacs || !procs || nacs % procs || len < 4 || (iperf_calls && !files))
 		goto usage;
 	if (srv && files)
 		return server_files(port, nacs, slots, slot_size, len);
@@ -424,7 +437,7 @@ int main(int argc, char **argv)
 	freeaddrinfo(ai);
 	return bad ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE] [-F]\n"
-		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS] [-F]\n");
+	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE] [-F [-I]]\n"
+		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS] [-F [-I]]\n");
 	return 2;
 }
