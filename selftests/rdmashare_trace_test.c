@@ -311,7 +311,6 @@ TEST_F_TIMEOUT(tr, keepalive, 120)
 	rdmashare_close(s);
 }
 
-
 /*
  * The longest run of the QPs' completion work (rs_cq_work) in @trace, in
  * microseconds: from each workqueue_execute_start to the end of the same

@@ -354,32 +354,31 @@ static int acfile_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
 	return put_addr(peer ? &fi.peer : &fi.local, sa, len, rsp(fd) && rsp(fd)->v6);
 }
 
-RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
+/* getsockname() (@peer false) or getpeername() of @fd. */
+static int sock_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
 {
+	int (*name)(int, struct sockaddr *, socklen_t *) =
+		peer ? real.getpeername : real.getsockname;
 	int k = live(fd), ret;
 
 	if (k == RSP_LISTEN)
-		return real.getsockname(rsp(fd)->tcp, sa, len);
+		return name(rsp(fd)->tcp, sa, len);
 	if (k == RSP_ACFILE)
-		return acfile_name(fd, sa, len, false);
-	ret = real.getsockname(fd, sa, len);
+		return acfile_name(fd, sa, len, peer);
+	ret = name(fd, sa, len);
 	if (ret < 0 && is_acfile(fd, errno))
-		return acfile_name(fd, sa, len, false);
+		return acfile_name(fd, sa, len, peer);
 	return ret;
+}
+
+RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	return sock_name(fd, sa, len, false);
 }
 
 RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 {
-	int k = live(fd), ret;
-
-	if (k == RSP_LISTEN)
-		return real.getpeername(rsp(fd)->tcp, sa, len);
-	if (k == RSP_ACFILE)
-		return acfile_name(fd, sa, len, true);
-	ret = real.getpeername(fd, sa, len);
-	if (ret < 0 && is_acfile(fd, errno))
-		return acfile_name(fd, sa, len, true);
-	return ret;
+	return sock_name(fd, sa, len, true);
 }
 
 /*
