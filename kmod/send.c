@@ -59,17 +59,11 @@ int rs_ac_queue(struct rs_ac *ac, struct rs_send *op, bool *dup_close)
 	else if (ac->close_queued || (ac->shut_queued && op->opcode != RDMASHARE_OP_CLOSE))
 		err = -EPIPE;
 	if (!err) {
-		switch (op->opcode) {
-		case RDMASHARE_OP_SEND:
-			op->seq = ac->tx_seq++;
-			break;
-		case RDMASHARE_OP_CLOSE:
+		/* A SEND's number comes with its first chunk (sender.c). */
+		if (op->opcode == RDMASHARE_OP_CLOSE)
 			ac->close_queued = true;
-			fallthrough;
-		default:
+		if (op->opcode != RDMASHARE_OP_SEND)
 			ac->shut_queued = true;
-			break;
-		}
 		list_add_tail(&op->node, &ac->sendq);
 		if (list_is_singular(&ac->sendq) && op->opcode == RDMASHARE_OP_SEND)
 			rs_ac_queued_send(ac);

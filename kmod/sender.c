@@ -243,6 +243,7 @@ struct rs_tx_plan {
 	struct rs_ac *ac;		/* reference taken */
 	struct rs_send *op;		/* completes with this send */
 	bool lazy;			/* a grant the peer does not wait for */
+	bool append;			/* @op's bytes go in @tx's tail record */
 	u32 slots[RS_GRANT_MAX];	/* version 4: the slots it grants */
 };
 
@@ -656,6 +657,8 @@ static void rs_plan_chunk(struct rs_qp *qp, struct rs_ac *ac, struct rs_send *op
 	u32 slot = 0;
 
 	p->m.type = RS_MSG_DATA;
+	if (!op->sent)
+		op->seq = ac->tx_seq++;
 	p->m.seq = op->seq;
 	p->m.msg_len = op->len;
 	/* A small message: large chunks make way a while (0: none yet). */
@@ -812,6 +815,53 @@ static enum rs_plan_res rs_plan_op(struct rs_qp *qp, const struct rs_tx *tx,
 }
 
 /*
+ * Called with qp->lock held: may @tx's tail record, a whole message of an
+ * AC file copied into it, take that AC's next write too?  An AC file is a
+ * byte stream, in which nothing tells writes apart, so a small one that
+ * comes while the SEND waits (autocork) is appended to it, as TCP appends
+ * to a segment not sent yet: no record, no credit and no slot of its own,
+ * and its reader empties one slot where it would have emptied one per
+ * write.  Up to @join_max bytes, a chunk the peer's slot takes; the
+ * scheduler is charged its bytes, and an AC waiting for credits (whose
+ * record took its last) may still append.
+ */
+static bool rs_plan_append(struct rs_qp *qp, const struct rs_tx *tx, struct rs_tx_plan *p,
+			   size_t room, u32 join_max)
+{
+	struct rs_ac *ac = tx->tail_ac;
+	struct rs_send *op, *next;
+	u32 len;
+
+	op = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
+	if (!op || op->opcode != RDMASHARE_OP_SEND || !op->file || op->sent || op->zc ||
+	    ac->psink.open)
+		return false;
+	len = tx->tail_m.len + op->len;
+	if (len > join_max || len > ac->peer_slot_size || len > READ_ONCE(rs_tx_chunk) ||
+	    rs_proto_rec_len(qp->version, len) -
+	    rs_proto_rec_len(qp->version, tx->tail_m.len) > room)
+		return false;
+	p->m = tx->tail_m;
+	p->m.msg_len = len;
+	p->m.len = len;
+	p->append = true;
+	p->src = ac->rf->data + op->addr;
+	list_del(&op->node);
+	op->sent = op->len;
+	p->op = op;
+	ac->tx_bytes += op->len;
+	qp->small_at = jiffies ?: 1;
+	rs_sched_charge(&qp->sched, &ac->se, op->len, rs_ac_sched_after(ac));
+	/* A SEND next and no credit: it stalled already, with its record. */
+	next = list_first_entry_or_null(&ac->sendq, struct rs_send, node);
+	if (ac->send_credits || !next || next->opcode != RDMASHARE_OP_SEND)
+		rs_ac_after_chunk(ac);
+	kref_get(&ac->ref);
+	p->ac = ac;
+	return true;
+}
+
+/*
  * Called with qp->lock held: the next unit to send for @tx, if it takes at
  * most @room bytes of the SEND and, unless the SEND is @empty, is not a
  * chunk of more than @join_max bytes (copied, placed or in place) nor one
@@ -834,6 +884,8 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	if (tx->imm_conn && (qp->ping_pending || !list_empty(&qp->rejects) ||
 			     !list_empty(&qp->ctrl)))
 		return RS_PLAN_FULL;
+	if (tx->tail_ac && rs_plan_append(qp, tx, p, room, join_max))
+		return RS_PLAN_UNIT;
 	if (rs_plan_qp_ctrl(qp, p))
 		return RS_PLAN_UNIT;
 	res = rs_plan_ac_ctrl(qp, tx, p);
@@ -961,6 +1013,34 @@ static bool rs_tx_write_join(const struct rs_qp *qp, struct rs_tx *tx,
 }
 
 /*
+ * @p's write appended to @tx's tail record (rs_plan_append()): the header
+ * says the message is longer, its payload and padding grow, and the
+ * records after it (control records only: another DATA record would be
+ * the tail) move up.
+ */
+static int rs_tx_append(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan *p)
+{
+	u32 old = tx->tail_m.len, add = p->m.len - old;
+	size_t old_rec = rs_proto_rec_len(qp->version, old);
+	size_t rec = rs_proto_rec_len(qp->version, p->m.len);
+	void *dst = tx->buf + tx->tail_off;
+	int ret;
+
+	memmove(dst + rec, dst + old_rec, tx->len - tx->tail_off - old_rec);
+	ret = rs_proto_encode(&p->m, qp->version, dst, RS_HDR_LEN);
+	if (WARN_ON_ONCE(ret < 0))
+		return ret;
+	memcpy(dst + RS_HDR_LEN + old, p->src, add);
+	memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
+	tx->len += rec - old_rec;
+	tx->tail_m = p->m;
+	rs_qp_stat(qp, RS_STAT_TX_COPIED, add);
+	rs_qp_stat(qp, RS_STAT_TX_BYTES, add);
+	rs_qp_stat(qp, RS_STAT_TX_APPENDED, 1);
+	return 0;
+}
+
+/*
  * Append @p's record to @tx (rs_plan() made sure it fits): the header, a
  * DATA payload copied from the data area (unless it goes in place: then
  * @tx is empty, and the payload is for rs_post()), the padding.  The
@@ -981,6 +1061,12 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 			tx->writes[tx->nr_writes++] = p->write;
 		tx->placed_bytes += p->write.len;
 		tx->imm_conn = p->m.dst_conn;
+		goto items;
+	}
+	if (p->append) {
+		len = rs_tx_append(qp, tx, p);
+		if (len)
+			return len;
 		goto items;
 	}
 	len = rs_proto_encode(&p->m, qp->version, dst, room);
@@ -1014,6 +1100,13 @@ static int rs_tx_add(struct rs_qp *qp, struct rs_tx *tx, const struct rs_tx_plan
 		}
 		memset(dst + RS_HDR_LEN + p->m.len, 0, rec - RS_HDR_LEN - p->m.len);
 	}
+	/* An AC file's whole message, copied: its next writes may follow. */
+	if (p->m.type == RS_MSG_DATA) {
+		tx->tail_ac = p->src && p->op && p->op->file &&
+			      (p->m.flags & RS_F_FIRST) ? p->ac : NULL;
+		tx->tail_off = tx->len;
+		tx->tail_m = p->m;
+	}
 	tx->len += rec;
 	/*
 	 * The peer may wait for it: not held back (rs_tx_may_post()).  A
@@ -1035,6 +1128,8 @@ items:
 		if (p->op)
 			atomic_inc(&p->ac->rf->ops_on_wire);
 	}
+	if (p->append)
+		return 0;	/* counted by rs_tx_append(), no message of its own */
 	trace_rdmashare_msg_post(qp, &p->m);
 	rs_qp_count_msg(qp, &p->m, false);
 	return 0;
@@ -1090,6 +1185,7 @@ static bool rs_xmit(struct rs_qp *qp, u32 budget)
 			tx->zc_map = NULL;
 			tx->placed_bytes = 0;
 			tx->imm_conn = 0;
+			tx->tail_ac = NULL;
 			qp->tx_open = tx;
 		}
 		if (!tx->closed) {

@@ -164,6 +164,14 @@ struct rs_tx {
 	struct rs_sink *sink_reg;
 	u32 nr_items;
 	struct rs_tx_item items[RS_TX_BATCH_MAX];
+	/*
+	 * The last DATA record, if small AC-file writes may be appended to it
+	 * (a whole message of @tail_ac, copied): at @tail_off, @tail_m its
+	 * header.
+	 */
+	struct rs_ac *tail_ac;
+	u32 tail_off;
+	struct rs_proto_msg tail_m;
 };
 
 /* rs_qp.xmit_flags */

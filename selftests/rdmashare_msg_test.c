@@ -5,9 +5,9 @@
  * MSG_PEEK across message and chunk boundaries, MSG_WAITALL (with and
  * without MSG_PEEK), MSG_DONTWAIT beside a reader that waits, MSG_NOSIGNAL,
  * MSG_MORE holding writes back until the next write, a SHUTDOWN, the close
- * or its timer, SHUT_RD waking a reader and dropping what comes, readiness
- * through epoll level and edge triggered, and every bad argument with its
- * errno (issue #33).
+ * or its timer, small writes appended to the message before them, SHUT_RD
+ * waking a reader and dropping what comes, readiness through epoll level
+ * and edge triggered, and every bad argument with its errno (issue #33).
  */
 #include <arpa/inet.h>
 #include <linux/sockios.h>
@@ -111,17 +111,26 @@ static __u64 tx_msgs(int fd)
 	return ioctl(fd, RDMASHARE_IOC_AC_STATS, &st) ? ~0ULL : st.tx_msgs;
 }
 
+/* @len pattern bytes from stream offset @off, malloc()ed; NULL if none. */
+static unsigned char *pat_buf(size_t off, size_t len)
+{
+	unsigned char *buf = malloc(len);
+	size_t i;
+
+	for (i = 0; buf && i < len; i++)
+		buf[i] = pat(off + i);
+	return buf;
+}
+
 /* Writes all of @len pattern bytes from stream offset @off. */
 static int write_pat(int fd, size_t off, size_t len)
 {
-	unsigned char *buf = malloc(len);
+	unsigned char *buf = pat_buf(off, len);
 	size_t i;
 	ssize_t r;
 
 	if (!buf)
 		return -ENOMEM;
-	for (i = 0; i < len; i++)
-		buf[i] = pat(off + i);
 	for (i = 0; i < len; i += r) {
 		r = write(fd, buf + i, len - i);
 		if (r <= 0)
@@ -441,8 +450,8 @@ static void *waitall_fn(void *arg)
  */
 TEST(more_beyond_sndbuf)
 {
-	size_t len = 300000, i;
-	unsigned char *buf = malloc(len);
+	size_t len = 300000;
+	unsigned char *buf = pat_buf(0, len);
 	struct reader r = { .len = len };
 	struct rdmashare *c;
 	pthread_t t;
@@ -454,14 +463,59 @@ TEST(more_beyond_sndbuf)
 	c = pair(_metadata, PORT + 5, 65536, 0, &cfd, &sfd);
 	ASSERT_LE(0, cfd);
 	ASSERT_LE(0, sfd);
-	for (i = 0; i < len; i++)
-		buf[i] = pat(i);
 	r.fd = sfd;
 	ASSERT_EQ(0, pthread_create(&t, NULL, waitall_fn, &r));
 	EXPECT_EQ((long)len, smsg(cfd, buf, len, MSG_MORE));
 	pthread_join(t, NULL);
 	EXPECT_EQ((long)len, r.got);
 	EXPECT_TRUE(is_pat(r.buf, 0, len));
+	close(cfd);
+	close(sfd);
+	rdmashare_close(c);
+	free(buf);
+	free(r.buf);
+}
+
+/*
+ * Small writes that come while a SEND waits are appended to the message
+ * before them (an AC file is a byte stream): each write is a message of
+ * its own or appended (the AC's tx_msgs and the device's tx_appended add
+ * up to the writes, none of which the send buffer's end splits), some
+ * are appended, and the stream arrives whole.
+ */
+TEST(small_writes_append)
+{
+	enum { N = 4000, LEN = 16 };
+	size_t len = N * LEN, i;
+	unsigned char *buf = pat_buf(0, len);
+	struct reader r = { .len = len };
+	struct rdmashare *c;
+	long a0, appended;
+	pthread_t t;
+	int cfd, sfd;
+	__u64 m0;
+
+	r.buf = malloc(len);
+	ASSERT_NE(NULL, buf);
+	ASSERT_NE(NULL, r.buf);
+	c = pair(_metadata, PORT + 10, 65536, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	m0 = tx_msgs(cfd);
+	a0 = rs_device_stat("tx_appended");
+	ASSERT_LE(0, a0);
+	r.fd = sfd;
+	ASSERT_EQ(0, pthread_create(&t, NULL, waitall_fn, &r));
+	for (i = 0; i < N; i++)
+		ASSERT_EQ(LEN, write(cfd, buf + i * LEN, LEN));
+	pthread_join(t, NULL);
+	EXPECT_EQ((long)len, r.got);
+	EXPECT_TRUE(is_pat(r.buf, 0, len));
+	appended = rs_device_stat("tx_appended") - a0;
+	TH_LOG("%d writes of %d bytes: %llu messages, %ld appended", N, LEN,
+	       tx_msgs(cfd) - m0, appended);
+	EXPECT_LT(0, appended);
+	EXPECT_EQ(N, tx_msgs(cfd) - m0 + appended);
 	close(cfd);
 	close(sfd);
 	rdmashare_close(c);
