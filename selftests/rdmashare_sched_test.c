@@ -532,10 +532,13 @@ static int cmp_uint(const void *a, const void *b)
  * host) is an outlier, not a turn.  Slots go back in batches, whenever the
  * CQ is drained or RELEASE_BATCH were reaped, so that this receiver keeps
  * up with the QP and its slack never exhausts a sender's credit window.
+ * On a CLOSED (-3), *@closed_ac is the index in @acs of the AC it names
+ * (-1: another) and *@closed_res its result.
  */
 #define RELEASE_BATCH	32
 
-static double median_run(struct rdmashare *rs, const int *acs, int which, unsigned int n)
+static double median_run(struct rdmashare *rs, const int *acs, int which, unsigned int n,
+			 int *closed_ac, int *closed_res)
 {
 	unsigned int got = 0, nruns = 0, unsent = 0, *runs;
 	struct rdmashare_cqe *cqe;
@@ -566,6 +569,9 @@ static double median_run(struct rdmashare *rs, const int *acs, int which, unsign
 			}
 			seen[i] = true;
 		} else if (cqe->type == RDMASHARE_CQE_CLOSED) {
+			/* Which AC, and why: the caller logs it. */
+			*closed_ac = (int)cqe->ac == acs[0] ? 0 : (int)cqe->ac == acs[1] ? 1 : -1;
+			*closed_res = cqe->res;
 			res = -3;
 			goto out;
 		}
@@ -626,9 +632,9 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 	};
 	unsigned int port = SHARE_PORT + 4, c, i, try;
 	struct rs_fifo f;
+	int l, acs[2], closed_ac, closed_res, status;
 	double run[4];
 	long stalls;
-	int l, acs[2];
 	struct rdmashare *rs;
 
 	ASSERT_EQ(0, rs_write_file(RS_SYSFS "/chunk_size", "1024"));
@@ -652,8 +658,11 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 		ASSERT_EQ(0, rs_fifo_begin(&f));
 		for (try = 0; try < 3; try++) {
 			stalls = rs_device_stat("credit_stalls");
-			run[c] = median_run(rs, acs, 0, 3000);
+			run[c] = median_run(rs, acs, 0, 3000, &closed_ac, &closed_res);
 			stalls = rs_device_stat("credit_stalls") - stalls;
+			if (run[c] == -3)
+				TH_LOG("the AC of sender %d (-1: neither) closed: %d", closed_ac,
+				       closed_res);
 			TH_LOG("sched_quantum %s, sched_latency_quantum %s: %s AC's turns of %.1f chunks (%ld credit stalls)",
 			       cfg[c].quantum, cfg[c].latency_quantum,
 			       cfg[c].band == RDMASHARE_BAND_LATENCY ? "latency" : "normal",
@@ -665,7 +674,10 @@ TEST_F_TIMEOUT(sched, quanta, 600)
 		ASSERT_EQ(0, rs_fifo_end(&f));
 		while (self->npids) {
 			kill(self->pids[--self->npids], SIGKILL);
-			waitpid(self->pids[self->npids], NULL, 0);
+			waitpid(self->pids[self->npids], &status, 0);
+			/* A sender that ended by itself says why (sender()'s _exit). */
+			if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+				TH_LOG("sender %u ended with status %#x", self->npids, status);
 		}
 		rdmashare_close(rs);
 	}
