@@ -36,6 +36,11 @@
  *    host without the module (TCP), then preloaded: the ping-pong's bytes
  *    over rdmashare, and TCP's segments fewer by at least what it would
  *    have needed for them.
+ *  - listen_again: listen() on a listener sets its backlog, and epoll takes
+ *    it with EPOLLEXCLUSIVE, as nginx asks.
+ *  - nginx: nginx sends the file with sendfile(2) to curl, two workers on
+ *    one listener, then each on its own (reuseport): over rdmashare, and
+ *    nginx logs no alert; a plain curl reaches it over TCP.
  *  - openmpi_mixed: ranks 0 and 1 preloaded, 2 and 3 not: right results,
  *    the pair 0-1 over rdmashare, the ranks of either kind reach each other
  *    over TCP.
@@ -458,6 +463,79 @@ TEST_F_TIMEOUT(pl, peer_closed_name, 60)
 			   "assert a.getpeername() == peer, (a.getpeername(), peer)\n'",
 			   run, ip, PORT, ip, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+TEST_F_TIMEOUT(pl, listen_again, 60)
+{
+	/*
+	 * listen() again on a listener sets a new backlog, as TCP's does
+	 * (nginx calls it twice), and an epoll registration with
+	 * EPOLLEXCLUSIVE (nginx's workers sharing one listener) is taken
+	 * and reports the connection; then 1 MiB over it.
+	 */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import socket, select, threading\n"
+			   "l = socket.socket()\n"
+			   "l.bind((\"%s\", %d))\n"
+			   "l.listen(8)\n"
+			   "l.listen(64)\n"
+			   "ep = select.epoll()\n"
+			   "ep.register(l.fileno(), select.EPOLLIN | select.EPOLLEXCLUSIVE)\n"
+			   "c = socket.create_connection((\"%s\", %d))\n"
+			   "ev = ep.poll(10)\n"
+			   "assert ev == [(l.fileno(), select.EPOLLIN)], ev\n"
+			   "a = l.accept()[0]\n"
+			   PY_SEND_1M "'", run, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+/*
+ * nginx with sendfile, @workers workers, its listen directive's options
+ * @opts, under @spre, serving the test's file to curl under @cpre: 0 if
+ * both ran and the copy is whole, and nginx logged no alert (a listen()
+ * or epoll_ctl() that failed is one, and nginx goes on without it).
+ */
+#define NGINX_PORT	(PORT + 3)
+#define NGINX_DIR	"/tmp/rs-preload.nginx"
+
+static int nginx_with(const char *spre, const char *cpre, int workers, const char *opts)
+{
+	return rs_sh("rm -rf " NGINX_DIR " && mkdir -p " NGINX_DIR "/tmp && "
+		     "ln -s " IN " " NGINX_DIR "/file && "
+		     "printf '%%s\\n' 'daemon off;' 'worker_processes %d;' "
+		     "'error_log " NGINX_DIR "/error.log warn;' 'pid " NGINX_DIR "/pid;' "
+		     "'events { worker_connections 64; }' 'http { access_log off; "
+		     "sendfile on; tcp_nopush on; client_body_temp_path " NGINX_DIR "/tmp; "
+		     "proxy_temp_path " NGINX_DIR "/tmp; fastcgi_temp_path " NGINX_DIR "/tmp; "
+		     "uwsgi_temp_path " NGINX_DIR "/tmp; scgi_temp_path " NGINX_DIR "/tmp; "
+		     "server { listen %s:%d %s; root " NGINX_DIR "; } }' > " NGINX_DIR "/conf && "
+		     "{ %s nginx -c " NGINX_DIR "/conf -e " NGINX_DIR "/error.log & pid=$!; "
+		     "for i in $(seq 100); do grep -qw %d " LISTENERS " && break; sleep 0.1; done; "
+		     "%s curl -sSf --max-time 60 -o " OUT " http://%s:%d/file; c=$?; "
+		     "kill $pid; wait $pid; cat " NGINX_DIR "/error.log; "
+		     "[ $c = 0 ] && cmp -s " IN " " OUT " && "
+		     "! grep -q '\\[alert\\]\\|\\[emerg\\]\\|\\[crit\\]' " NGINX_DIR "/error.log; }",
+		     workers, ip, NGINX_PORT, opts, spre, NGINX_PORT, cpre, ip, NGINX_PORT);
+}
+
+TEST_F_TIMEOUT(pl, nginx, 180)
+{
+	long rs0, tcp0;
+
+	if (rs_sh("command -v nginx >/dev/null && command -v curl >/dev/null"))
+		SKIP(return, "no nginx or curl");
+	/* Two workers on one listener, then each on its own (reuseport). */
+	ASSERT_EQ(0, nginx_with(run, run, 2, ""));
+	check_transport(_metadata, self->rs0, self->tcp0, true);
+	rs0 = rs_tx_bytes();
+	tcp0 = tcp_out_segs();
+	ASSERT_EQ(0, nginx_with(run, run, 2, "reuseport"));
+	check_transport(_metadata, rs0, tcp0, true);
+	/* A plain client reaches the preloaded server over TCP. */
+	rs0 = rs_tx_bytes();
+	tcp0 = tcp_out_segs();
+	ASSERT_EQ(0, nginx_with(run, "", 1, ""));
+	check_transport(_metadata, rs0, tcp0, false);
 }
 
 TEST_F_TIMEOUT(pl, v4mapped, 60)

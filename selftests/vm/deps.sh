@@ -29,8 +29,9 @@ PKGS=(
 	# the tests start redis-server themselves (its service, where systemd
 	# runs, listens on the host alone)
 	netcat-openbsd socat iperf3 sockperf redis-server redis-tools
-	# curl against Python's http.server (python3 is there for PyTorch)
-	curl
+	# curl against Python's http.server (python3 is there for PyTorch),
+	# and against nginx (sendfile(2), workers sharing a listener)
+	curl nginx-light
 	# and Open MPI: mpirun, and mpicc for the test's rs_mpi
 	openmpi-bin libopenmpi-dev
 	# the parameter server's training on Fashion-MNIST (ps-train,

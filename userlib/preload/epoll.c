@@ -112,9 +112,21 @@ int swap_file(int fd, int nfd, int flags)
 
 RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
+	struct epoll_event shared;
 	int k = kind(fd), ret;
 
 	NEED(epoll_ctl);
+	/*
+	 * A listener is an epoll instance, which takes no EPOLLEXCLUSIVE
+	 * (EINVAL): it is registered without, so every waiter wakes for a
+	 * connection and all but one find accept() says EAGAIN (nginx's
+	 * workers share a listener that way).
+	 */
+	if (op == EPOLL_CTL_ADD && ev && (ev->events & EPOLLEXCLUSIVE) && live(fd) == RSP_LISTEN) {
+		shared = *ev;
+		shared.events &= ~EPOLLEXCLUSIVE;
+		ev = &shared;
+	}
 	ret = real.epoll_ctl(epfd, op, fd, ev);
 	if (!ret && (k == RSP_CAND || k == RSP_CONNECTING))
 		ep_note(fd, epfd, op, ev);

@@ -111,6 +111,13 @@ RSP_EXPORT int listen(int fd, int backlog)
 	int tcp = -1, ep = -1, fl, fdfl, lfd = -1, err;
 	struct rsp_fd *e = rsp(fd);
 
+	/*
+	 * Listening already: a new backlog for its TCP half, as listen(2)
+	 * gives a listening socket (nginx sets its backlog again that way);
+	 * rdmashare's half keeps its own.
+	 */
+	if (live(fd) == RSP_LISTEN)
+		return real.listen(e->tcp, backlog);
 	if (kind(fd) != RSP_CAND || !e)
 		return real.listen(fd, backlog);
 	/*
