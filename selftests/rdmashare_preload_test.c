@@ -36,11 +36,17 @@
  *    host without the module (TCP), then preloaded: the ping-pong's bytes
  *    over rdmashare, and TCP's segments fewer by at least what it would
  *    have needed for them.
+ *  - early_calls: a library's constructor makes the calls the preload
+ *    stands in for before the preload's constructor ran (PostgreSQL's
+ *    libcap-ng closes a file in its own): they pass on.
  *  - listen_again: listen() on a listener sets its backlog, and epoll takes
  *    it with EPOLLEXCLUSIVE, as nginx asks.
  *  - nginx: nginx sends the file with sendfile(2) to curl, two workers on
  *    one listener, then each on its own (reuseport): over rdmashare, and
  *    nginx logs no alert; a plain curl reaches it over TCP.
+ *  - postgres: PostgreSQL and pgbench (kept connections, then one per
+ *    transaction, each a forked backend), every transaction committed,
+ *    over rdmashare; a plain pgbench reaches it over TCP.
  *  - openmpi_mixed: ranks 0 and 1 preloaded, 2 and 3 not: right results,
  *    the pair 0-1 over rdmashare, the ranks of either kind reach each other
  *    over TCP.
@@ -61,7 +67,7 @@
 #define LISTENERS	"/sys/kernel/debug/rdmashare/listeners"
 #define FEED		"/tmp/rs-preload.feed"
 
-static char run[512], mpi[600];
+static char run[512], mpi[600], early[600];
 static const char *ip;
 
 /* Bytes every device of rdmashare's sent, all told. */
@@ -112,6 +118,7 @@ FIXTURE_SETUP(pl)
 	exe[n] = 0;
 	snprintf(run, sizeof(run), "%s/../../userlib/build/rdmashare-run", dirname(exe));
 	snprintf(mpi, sizeof(mpi), "%s/rs_mpi", exe);
+	snprintf(early, sizeof(early), "%s/rs_early", exe);
 	/* An address with an RDMA device on its route (not lo's). */
 	ip = getenv("RS_IP") ?: "127.0.0.1";
 	if (access(run, X_OK) || rs_sh("command -v nc >/dev/null && command -v socat >/dev/null"))
@@ -465,6 +472,15 @@ TEST_F_TIMEOUT(pl, peer_closed_name, 60)
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 
+TEST_F(pl, early_calls)
+{
+	/*
+	 * rs_early's library makes every call the preload stands in for in
+	 * its constructor, before the preload's has run.
+	 */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s %s", run, early));
+}
+
 TEST_F_TIMEOUT(pl, listen_again, 60)
 {
 	/*
@@ -536,6 +552,53 @@ TEST_F_TIMEOUT(pl, nginx, 180)
 	tcp0 = tcp_out_segs();
 	ASSERT_EQ(0, nginx_with(run, "", 1, ""));
 	check_transport(_metadata, rs0, tcp0, false);
+}
+
+/*
+ * PostgreSQL under @spre on its own cluster, and pgbench under @cpre:
+ * TPC-B-like transactions from 4 clients for 2 s on kept connections, then
+ * with a new connection (a forked backend) for every transaction: 0 if
+ * every transaction committed and the accounts are all there.
+ */
+#define PG_PORT		(PORT + 4)
+#define PG_DIR		"/tmp/rs-preload.pg"
+#define PG_BIN		"/usr/lib/postgresql/15/bin"
+
+static int pgbench_with(const char *spre, const char *cpre)
+{
+	return rs_sh("rm -rf " PG_DIR " && mkdir " PG_DIR " && chown postgres " PG_DIR " && "
+		     "su postgres -s /bin/sh -c '" PG_BIN "/initdb -D " PG_DIR "/data -A trust' "
+		     ">/dev/null && echo 'host all all 0.0.0.0/0 trust' >> " PG_DIR "/data/pg_hba.conf && "
+		     "{ su postgres -s /bin/sh -c 'exec %s " PG_BIN "/postgres -D " PG_DIR "/data "
+		     "-k " PG_DIR " -h %s -p %d' > " PG_DIR "/log 2>&1 & "
+		     "for i in $(seq 100); do grep -q 'ready to accept' " PG_DIR "/log && break; "
+		     "sleep 0.1; done; b='%s pgbench -h %s -p %d -U postgres'; "
+		     "$b -i -s 1 postgres >/dev/null 2>&1 && "
+		     "$b -c 4 -j 2 -T 2 postgres > " OUT " 2>&1 && "
+		     "$b -C -c 4 -j 2 -T 2 postgres >> " OUT " 2>&1 && "
+		     "n=$(%s psql -h %s -p %d -U postgres -tAc 'select count(*) from pgbench_accounts' "
+		     "postgres); c=$?; "
+		     "su postgres -s /bin/sh -c '" PG_BIN "/pg_ctl -D " PG_DIR "/data stop -m fast' "
+		     ">/dev/null; [ $c = 0 ] && [ \"$n\" = 100000 ] && "
+		     "[ $(grep -c 'failed transactions: 0 ' " OUT ") = 2 ]; }",
+		     spre, ip, PG_PORT, cpre, ip, PG_PORT, cpre, ip, PG_PORT);
+}
+
+TEST_F_TIMEOUT(pl, postgres, 180)
+{
+	long rs0, tcp0;
+
+	if (rs_sh("test -x " PG_BIN "/postgres && command -v pgbench >/dev/null && id postgres "
+		  ">/dev/null 2>&1"))
+		SKIP(return, "no PostgreSQL 15");
+	ASSERT_EQ(0, pgbench_with(run, run));
+	TH_LOG("pgbench, a connection per transaction: %.0f tps", number_after(OUT, "tps = "));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+	/* A plain pgbench and psql reach the preloaded server over TCP. */
+	rs0 = rs_tx_bytes();
+	tcp0 = tcp_out_segs();
+	ASSERT_EQ(0, pgbench_with(run, ""));
+	check_moved(_metadata, rs0, tcp0, false, 1 << 20);
 }
 
 TEST_F_TIMEOUT(pl, v4mapped, 60)

@@ -32,6 +32,9 @@ PKGS=(
 	# curl against Python's http.server (python3 is there for PyTorch),
 	# and against nginx (sendfile(2), workers sharing a listener)
 	curl nginx-light
+	# PostgreSQL and pgbench (a forked backend per connection; its
+	# libcap-ng calls close() before the preload's constructor runs)
+	postgresql-15
 	# and Open MPI: mpirun, and mpicc for the test's rs_mpi
 	openmpi-bin libopenmpi-dev
 	# the parameter server's training on Fashion-MNIST (ps-train,

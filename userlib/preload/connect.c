@@ -236,10 +236,8 @@ static void fall_back(int fd, int err)
 	more_drop(fd);
 	/* A TCP socket now: the calls of other threads on it go straight to it. */
 	pthread_mutex_unlock(&settle_lock);
-	if (wait) {
-		NEED(poll);
+	if (wait)
 		real.poll(&p, 1, CONNECT_MS);
-	}
 	fcntl(fd, F_SETFL, fl);
 	pthread_mutex_lock(&settle_lock);
 }
@@ -292,6 +290,7 @@ RSP_EXPORT int connect(int fd, const struct sockaddr *sa, socklen_t len)
 	struct sockaddr_in v4;
 	int err;
 
+	ready();
 	switch (live(fd)) {
 	case RSP_CAND:
 		break;

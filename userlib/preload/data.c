@@ -133,6 +133,7 @@ RSP_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	ssize_t n;
 
+	ready();
 	if (live(fd) == RSP_ACFILE)
 		return acfile_one(fd, (void *)buf, len, flags, true);
 	n = real.send(fd, buf, len, flags);
@@ -145,6 +146,7 @@ RSP_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
 	ssize_t n;
 
+	ready();
 	if (live(fd) == RSP_ACFILE)
 		return acfile_one(fd, buf, len, flags, false);
 	n = real.recv(fd, buf, len, flags);
@@ -158,6 +160,7 @@ RSP_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 {
 	ssize_t n;
 
+	ready();
 	if (live(fd) == RSP_ACFILE)
 		return acfile_one(fd, (void *)buf, len, flags, true);
 	n = real.sendto(fd, buf, len, flags, sa, alen);
@@ -171,6 +174,7 @@ RSP_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
 {
 	ssize_t n;
 
+	ready();
 	if (live(fd) != RSP_ACFILE) {
 		n = real.recvfrom(fd, buf, len, flags, sa, alen);
 		if (n >= 0 || !is_acfile(fd, errno))
@@ -186,6 +190,7 @@ RSP_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
 	ssize_t n;
 
+	ready();
 	if (live(fd) == RSP_ACFILE)
 		return acfile_io(fd, m->msg_iov, m->msg_iovlen, flags, true);
 	n = real.sendmsg(fd, m, flags);
@@ -198,6 +203,7 @@ RSP_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
 	ssize_t n;
 
+	ready();
 	if (live(fd) != RSP_ACFILE) {
 		n = real.recvmsg(fd, m, flags);
 		if (n >= 0 || !is_acfile(fd, errno))
@@ -221,6 +227,7 @@ ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 
 RSP_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
 {
+	ready();
 	if (len > buflen)
 		__chk_fail();
 	return recv(fd, buf, len, flags);
@@ -229,6 +236,7 @@ RSP_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int 
 RSP_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
 				  struct sockaddr *sa, socklen_t *alen)
 {
+	ready();
 	if (len > buflen)
 		__chk_fail();
 	return recvfrom(fd, buf, len, flags, sa, alen);
@@ -241,14 +249,15 @@ RSP_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, 
  */
 RSP_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
+	ready();
 	if (kind(fd) == RSP_CONNECTING)
 		settle(fd);
-	NEED(read);
 	return real.read(fd, buf, len);
 }
 
 RSP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
+	ready();
 	if (len > buflen)
 		__chk_fail();
 	return read(fd, buf, len);
@@ -256,24 +265,24 @@ RSP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
 
 RSP_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
+	ready();
 	if (kind(fd) == RSP_CONNECTING)
 		settle(fd);
-	NEED(write);
 	return real.write(fd, buf, len);
 }
 
 RSP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
+	ready();
 	if (kind(fd) == RSP_CONNECTING)
 		settle(fd);
-	NEED(readv);
 	return real.readv(fd, iov, iovcnt);
 }
 
 RSP_EXPORT ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
+	ready();
 	if (kind(fd) == RSP_CONNECTING)
 		settle(fd);
-	NEED(writev);
 	return real.writev(fd, iov, iovcnt);
 }

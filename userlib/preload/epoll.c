@@ -113,9 +113,10 @@ int swap_file(int fd, int nfd, int flags)
 RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct epoll_event shared;
-	int k = kind(fd), ret;
+	int k, ret;
 
-	NEED(epoll_ctl);
+	ready();
+	k = kind(fd);
 	/*
 	 * A listener is an epoll instance, which takes no EPOLLEXCLUSIVE
 	 * (EINVAL): it is registered without, so every waiter wakes for a
@@ -150,7 +151,6 @@ static short tcp_revents(int fd, short events)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 
-	NEED(poll);
 	return real.poll(&p, 1, 0) == 1 ? p.revents : 0;
 }
 
@@ -175,7 +175,7 @@ RSP_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *ts,
 {
 	int ret;
 
-	NEED(ppoll);
+	ready();
 	do {
 		ret = real.ppoll(p, n, ts, mask);
 		if (ret <= 0 || !__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
@@ -189,7 +189,7 @@ RSP_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 {
 	struct timespec ts = { timeout / 1000, timeout % 1000 * 1000000L };
 
-	NEED(poll);
+	ready();
 	if (!__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
 		return real.poll(p, n, timeout);
 	return ppoll(p, n, timeout < 0 ? NULL : &ts, NULL);
@@ -279,14 +279,14 @@ static int select_either(bool p, int nfds, fd_set *r, fd_set *w, fd_set *x, stru
 
 RSP_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv)
 {
-	NEED(select);
+	ready();
 	return select_either(false, nfds, r, w, x, tv, NULL, NULL);
 }
 
 RSP_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *ts,
 		       const sigset_t *mask)
 {
-	NEED(pselect);
+	ready();
 	return select_either(true, nfds, r, w, x, NULL, ts, mask);
 }
 
@@ -368,14 +368,14 @@ static int epoll_either(bool p2, int epfd, struct epoll_event *ev, int max, int 
 RSP_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
 			   const sigset_t *mask)
 {
-	NEED(epoll_pwait);
+	ready();
 	return epoll_either(false, epfd, ev, max, timeout, NULL, mask);
 }
 
 RSP_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 			    const struct timespec *ts, const sigset_t *mask)
 {
-	NEED(epoll_pwait2);
+	ready();
 	if (!real.epoll_pwait2) {
 		errno = ENOSYS;
 		return -1;
@@ -385,7 +385,7 @@ RSP_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max,
 
 RSP_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
-	NEED(epoll_wait);
+	ready();
 	if (!__atomic_load_n(&nr_connecting, __ATOMIC_RELAXED))
 		return real.epoll_wait(epfd, ev, max, timeout);
 	return epoll_pwait(epfd, ev, max, timeout, NULL);

@@ -111,6 +111,7 @@ RSP_EXPORT int listen(int fd, int backlog)
 	int tcp = -1, ep = -1, fl, fdfl, lfd = -1, err;
 	struct rsp_fd *e = rsp(fd);
 
+	ready();
 	/*
 	 * Listening already: a new backlog for its TCP half, as listen(2)
 	 * gives a listening socket (nginx sets its backlog again that way);
@@ -238,7 +239,6 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 			errno = EAGAIN;
 			return -1;
 		}
-		NEED(epoll_wait);
 		n = real.epoll_wait(fd, &ev, 1, -1);
 		if (n < 0)
 			return -1;
@@ -247,6 +247,7 @@ static int accept_either(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 
 RSP_EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 {
+	ready();
 	if (kind(fd) == RSP_LISTEN)
 		return accept_either(fd, sa, len, flags);
 	return real.accept4(fd, sa, len, flags);
@@ -254,6 +255,7 @@ RSP_EXPORT int accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 
 RSP_EXPORT int accept(int fd, struct sockaddr *sa, socklen_t *len)
 {
+	ready();
 	if (kind(fd) == RSP_LISTEN)
 		return accept_either(fd, sa, len, 0);
 	return real.accept(fd, sa, len);

@@ -270,8 +270,10 @@ void neg_add(const struct sockaddr *sa, socklen_t len)
 
 RSP_EXPORT int socket(int domain, int type, int protocol)
 {
-	int fd = real.socket(domain, type, protocol);
+	int fd;
 
+	ready();
+	fd = real.socket(domain, type, protocol);
 	if (fd >= 0 && rsp(fd)) {
 		rsp(fd)->opts = 0;
 		rsp(fd)->v6 = domain == AF_INET6;
@@ -306,6 +308,7 @@ static void forget(int fd)
 
 RSP_EXPORT int close(int fd)
 {
+	ready();
 	forget(fd);
 	return real.close(fd);
 }
@@ -314,6 +317,7 @@ RSP_EXPORT int dup2(int old, int new)
 {
 	int ret;
 
+	ready();
 	if (old == new || kind(old) == RSP_LISTEN)
 		return real.dup2(old, new);
 	ret = real.dup2(old, new);
@@ -331,6 +335,7 @@ RSP_EXPORT int dup3(int old, int new, int flags)
 {
 	int ret;
 
+	ready();
 	if (kind(old) == RSP_LISTEN)
 		return real.dup3(old, new, flags);
 	ret = real.dup3(old, new, flags);
@@ -362,11 +367,13 @@ bool is_acfile(int fd, int err)
 
 /* ---- start ---- */
 
-__attribute__((constructor)) static void rsp_init(void)
-{
-	struct rlimit rl;
-	const char *progs;
+bool rsp_resolved;
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 
+#define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
+
+static void resolve_all(void)
+{
 	RESOLVE(socket);
 	RESOLVE(connect);
 	RESOLVE(listen);
@@ -398,6 +405,21 @@ __attribute__((constructor)) static void rsp_init(void)
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
 	RESOLVE(epoll_pwait2);
+	__atomic_store_n(&rsp_resolved, true, __ATOMIC_RELEASE);
+}
+
+/* The real functions, found once (ready()). */
+void rsp_resolve(void)
+{
+	pthread_once(&resolve_once, resolve_all);
+}
+
+__attribute__((constructor)) static void rsp_init(void)
+{
+	struct rlimit rl;
+	const char *progs;
+
+	ready();
 
 	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
 	nr_fds = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 :

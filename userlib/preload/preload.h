@@ -150,9 +150,22 @@ struct rsp_real {
 
 extern struct rsp_real real;
 
-#define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
-/* For calls that other libraries' constructors may make before ours. */
-#define NEED(name) do { if (!real.name) RESOLVE(name); } while (0)
+extern bool rsp_resolved;
+void rsp_resolve(void);
+
+/*
+ * The first thing every function the preload exports does: libc's calls it
+ * stands in for may be made before rsp_init() runs, by the constructor of
+ * a library the program links (libraries are initialized before those
+ * preloaded; PostgreSQL's libcap-ng closes a file in its own), and must
+ * find the real ones.  Until rsp_init() has run, no descriptor is the
+ * preload's, and every call passes straight on.
+ */
+static inline void ready(void)
+{
+	if (__builtin_expect(!__atomic_load_n(&rsp_resolved, __ATOMIC_ACQUIRE), 0))
+		rsp_resolve();
+}
 
 /* preload.c's */
 extern struct rsp_fd *fds;

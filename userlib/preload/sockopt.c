@@ -117,8 +117,10 @@ static int acfile_getsockopt(int fd, int level, int opt, void *val, socklen_t *l
 
 RSP_EXPORT int getsockopt(int fd, int level, int opt, void *val, socklen_t *len)
 {
-	int k = live(fd), ret;
+	int k, ret;
 
+	ready();
+	k = live(fd);
 	if (k == RSP_LISTEN)
 		return real.getsockopt(rsp(fd)->tcp, level, opt, val, len);
 	if (k == RSP_ACFILE)
@@ -282,8 +284,10 @@ void opts_apply(int fd, const struct rsp_fd *from)
 
 RSP_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len)
 {
-	int k = live(fd), ret;
+	int k, ret;
 
+	ready();
+	k = live(fd);
 	if (k == RSP_LISTEN) {
 		ret = real.setsockopt(rsp(fd)->tcp, level, opt, val, len);
 		if (!ret)
@@ -373,11 +377,13 @@ static int sock_name(int fd, struct sockaddr *sa, socklen_t *len, bool peer)
 
 RSP_EXPORT int getsockname(int fd, struct sockaddr *sa, socklen_t *len)
 {
+	ready();
 	return sock_name(fd, sa, len, false);
 }
 
 RSP_EXPORT int getpeername(int fd, struct sockaddr *sa, socklen_t *len)
 {
+	ready();
 	return sock_name(fd, sa, len, true);
 }
 
@@ -408,8 +414,10 @@ static int acfile_shutdown(int fd, int how)
 
 RSP_EXPORT int shutdown(int fd, int how)
 {
-	int k = live(fd), ret;
+	int k, ret;
 
+	ready();
+	k = live(fd);
 	if (k == RSP_LISTEN)
 		return real.shutdown(rsp(fd)->tcp, how);
 	if (k == RSP_ACFILE)
