@@ -33,7 +33,10 @@
 #              read(2) at the server): what the preload adds to AC files;
 #              and with iperf3's calls (-F -I: a poll(2) before each write
 #              and read, reads of one message), the same calls as iperf3
-#              under the preload makes
+#              under the preload makes; and rs-stream on plain sockets
+#              under rdmashare-run (-T, and -T -I): the same program and
+#              calls as -F and -F -I, its AC files the preload's, so that
+#              what sets the two apart is the preload alone
 #   zcopy      rs-stream -F again, its writes copied (zcopy_min 0) and sent
 #              from the writer's pages (zcopy_min at the write size), at
 #              RS_BENCH_ZC_SIZES (default 16 KiB to 4 MiB): the crossover
@@ -45,7 +48,8 @@
 # Results go to $RS_WORK/sockets.tsv, one line per number: round, tool,
 # size, metric, value.  tool is PROGRAM-TRANSPORT (iperf3-tcp,
 # sockperf-rdmashare, ...), rstream, rs-stream-files, rs-stream-iperf,
-# rs-stream-copy or rs-stream-zcopy.  Metrics: bw_MBps
+# rs-stream-preload, rs-stream-preload-iperf, rs-stream-copy or
+# rs-stream-zcopy.  Metrics: bw_MBps
 # (10^6 bytes/s of payload), rate_msgps, lat_p50_us and lat_mean_us (one
 # way: half the round trip), tp_MBps and tp_rate_msgps (sockperf's
 # throughput mode), set_rps and get_rps (redis), bw_bytes (what the
@@ -319,25 +323,26 @@ bench_rstream() {
 # ---------------------------------------------------------------------------
 # rs-stream on one AC file (-F), the server's count.
 
-# rsstream_one SIZE [TOOL [FLAGS]]: FLAGS on both sides besides -F.
+# rsstream_one SIZE [TOOL [FLAGS [PRE]]]: FLAGS on both sides besides -F
+# (-T: sockets instead), both run under PRE (rdmashare-run) if given.
 rsstream_one() {
-	local size=$1 tool=${2:-rs-stream-files} flags=${3:-} n l spid v
+	local size=$1 tool=${2:-rs-stream-files} flags=${3:-} pre=${4:-} n l spid v
 	n=$(n_of bw "$size")
 	l=$logs/$tool-$size
 	port=$((port + 1))
-	log "$tool: rs-stream -F $flags -a 1 -l $size -n $n"
+	log "$tool: ${pre:+$pre }rs-stream -F $flags -a 1 -l $size -n $n"
 	begin
 	# The server checks the stream in messages of -l bytes.
-	# shellcheck disable=SC2086 # FLAGS are words
-	"$bin/rs-stream" -s -F $flags -p "$port" -a 1 -l "$size" >"$l.server" 2>&1 &
+	# shellcheck disable=SC2086 # FLAGS and PRE are words
+	$pre "$bin/rs-stream" -s -F $flags -p "$port" -a 1 -l "$size" >"$l.server" 2>&1 &
 	spid=$!
 	for _ in $(seq 1 50); do
 		grep -q listening "$l.server" 2>/dev/null && break
 		sleep 0.2
 	done
 	# shellcheck disable=SC2086
-	timeout 300 "$bin/rs-stream" -c "$ip" -F $flags -p "$port" -a 1 -P 1 -l "$size" -n "$n" \
-		>"$l.client" 2>&1 || true
+	timeout 300 $pre "$bin/rs-stream" -c "$ip" -F $flags -p "$port" -a 1 -P 1 -l "$size" \
+		-n "$n" >"$l.client" 2>&1 || true
 	stop "$spid"
 	end "$tool" "$size" bw
 	# received M messages, B bytes on A ACs (files) in T s: X MB/s, Y msg/s[, ERRORS]
@@ -357,6 +362,8 @@ bench_rsstream() {
 	for size in "${sizes[@]}"; do
 		rsstream_one "$size"
 		rsstream_one "$size" rs-stream-iperf -I
+		rsstream_one "$size" rs-stream-preload -T "$bin/rdmashare-run"
+		rsstream_one "$size" rs-stream-preload-iperf "-T -I" "$bin/rdmashare-run"
 	done
 }
 

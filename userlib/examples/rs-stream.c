@@ -15,21 +15,27 @@
  *   -F on both sides: AC files (read(2), write(2), poll(2)) instead of the
  *       rings; a message is a write of BYTES, and the server reads the
  *       streams as they come
- *   -I with -F, on both sides: iperf3's calls, a poll(2) before each write
- *       and each read, and reads of BYTES (iperf3's -l), so that iperf3
- *       under rdmashare-run can be set against the same calls without the
- *       preload
+ *   -I with -F or -T, on both sides: iperf3's calls, a poll(2) before each
+ *       write and each read, and reads of BYTES (iperf3's -l), so that
+ *       iperf3 under rdmashare-run can be set against the same calls
+ *       without the preload
+ *   -T on both sides: as -F, but plain sockets (socket(2), connect(2),
+ *       accept(2)) instead of librdmashare's AC files: TCP, or under
+ *       rdmashare-run the preload's AC files, so that the preload's own
+ *       cost is what sets it apart from -F
  *
  * Every message carries its AC's sequence number; the server checks order.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,8 +58,46 @@ static double now(void)
 #define CLIENT_SNDBUF(len)	((len) < 16384 ? 65536 : 4 * (len))
 #define SERVER_SNDBUF		4096
 
-static int files;
+static int files;		/* -F, or -T */
+static int sockets;		/* -T */
 static int iperf_calls;		/* -I */
+
+/* -T: a listening socket on @port, any address; -errno. */
+static int sock_listen(unsigned int port, int backlog)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+				     .sin6_addr = IN6ADDR_ANY_INIT };
+	int l, on = 1;
+
+	l = socket(AF_INET6, SOCK_STREAM, 0);
+	if (l < 0)
+		return -errno;
+	if (setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	    bind(l, (struct sockaddr *)&sin6, sizeof(sin6)) || listen(l, backlog)) {
+		close(l);
+		return -errno;
+	}
+	return l;
+}
+
+/* -T: a socket connected to @sa, its send buffer @sndbuf bytes; -errno. */
+static int sock_connect(const struct sockaddr *sa, int sndbuf)
+{
+	socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+						    sizeof(struct sockaddr_in);
+	int fd, err;
+
+	fd = socket(sa->sa_family, SOCK_STREAM, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) ||
+	    connect(fd, sa, len)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
 
 static struct rdmashare *open_rs(size_t data, unsigned int slots, unsigned int slot_size,
 				 size_t files_size)
@@ -190,7 +234,8 @@ static int check_stream(const unsigned char *buf, size_t n, unsigned long long o
 static int server_files(unsigned int port, unsigned int nacs, unsigned int slots,
 			unsigned int slot_size, size_t len)
 {
-	struct rdmashare *rs = open_rs(1 << 20, slots ?: ac_slots(nacs), slot_size,
+	struct rdmashare *rs = sockets ? NULL :
+			       open_rs(1 << 20, slots ?: ac_slots(nacs), slot_size,
 				       (size_t)nacs * SERVER_SNDBUF);
 	unsigned long long *off = calloc(nacs, sizeof(*off)), bytes = 0;
 	struct pollfd *pfd = calloc(nacs, sizeof(*pfd));
@@ -201,15 +246,25 @@ static int server_files(unsigned int port, unsigned int nacs, unsigned int slots
 	ssize_t n;
 	int l;
 
-	l = rdmashare_listen_files(rs, port, nacs > 1024 ? 1024 : nacs);
+	if (sockets)
+		l = sock_listen(port, nacs > 1024 ? 1024 : nacs);
+	else
+		l = rdmashare_listen_files(rs, port, nacs > 1024 ? 1024 : nacs);
 	if (l < 0 || !off || !pfd || !buf) {
 		fprintf(stderr, "rs-stream: listen: %s\n", strerror(-l));
 		return 1;
 	}
-	printf("rs-stream: listening on port %u for %u ACs (files)\n", port, nacs);
+	printf("rs-stream: listening on port %u for %u ACs (%s)\n", port, nacs,
+	       sockets ? "sockets" : "files");
 	fflush(stdout);
 	for (i = 0; i < nacs; i++) {
-		pfd[i].fd = rdmashare_accept_file(rs, l, 0, SERVER_SNDBUF, 0);
+		if (sockets) {
+			pfd[i].fd = accept(l, NULL, NULL);
+			if (pfd[i].fd < 0)
+				pfd[i].fd = -errno;
+		} else {
+			pfd[i].fd = rdmashare_accept_file(rs, l, 0, SERVER_SNDBUF, 0);
+		}
 		pfd[i].events = POLLIN;
 		if (pfd[i].fd < 0) {
 			fprintf(stderr, "rs-stream: accept: %s\n", strerror(-pfd[i].fd));
@@ -247,9 +302,13 @@ static int server_files(unsigned int port, unsigned int nacs, unsigned int slots
 	for (i = 0; i < nacs; i++)
 		if (off[i] % len)
 			bad++;
-	printf("rs-stream: received %llu messages, %llu bytes on %u ACs (files) in %.2f s: %.1f MB/s, %.0f msg/s%s\n",
-	       bytes / len, bytes, nacs, t0, bytes / t0 / 1e6, bytes / len / t0, bad ? ", ERRORS" : "");
-	rdmashare_close(rs);
+	printf("rs-stream: received %llu messages, %llu bytes on %u ACs (%s) in %.2f s: %.1f MB/s, %.0f msg/s%s\n",
+	       bytes / len, bytes, nacs, sockets ? "sockets" : "files", t0, bytes / t0 / 1e6,
+	       bytes / len / t0, bad ? ", ERRORS" : "");
+	if (sockets)
+		close(l);
+	else
+		rdmashare_close(rs);
 	return bad ? 1 : 0;
 }
 
@@ -273,7 +332,8 @@ static int start(int ready, int go)
 static int client_proc_files(const struct sockaddr *sa, unsigned int nacs, size_t len,
 			     unsigned int nmsgs, int ready, int go)
 {
-	struct rdmashare *rs = open_rs(1 << 20, 0, 0, (size_t)nacs * CLIENT_SNDBUF(len));
+	struct rdmashare *rs = sockets ? NULL :
+			       open_rs(1 << 20, 0, 0, (size_t)nacs * CLIENT_SNDBUF(len));
 	char *buf = calloc(1, len);
 	int *fds = calloc(nacs, sizeof(*fds));
 	struct pollfd p = { .events = POLLOUT };
@@ -284,7 +344,10 @@ static int client_proc_files(const struct sockaddr *sa, unsigned int nacs, size_
 	if (!buf || !fds)
 		return 1;
 	for (i = 0; i < nacs; i++) {
-		fds[i] = rdmashare_connect_file(rs, sa, 0, CLIENT_SNDBUF(len), 0);
+		if (sockets)
+			fds[i] = sock_connect(sa, CLIENT_SNDBUF(len));
+		else
+			fds[i] = rdmashare_connect_file(rs, sa, 0, CLIENT_SNDBUF(len), 0);
 		if (fds[i] < 0) {
 			fprintf(stderr, "rs-stream: connect: %s\n", strerror(-fds[i]));
 			return 1;
@@ -312,7 +375,8 @@ static int client_proc_files(const struct sockaddr *sa, unsigned int nacs, size_
 	/* Each AC closes once what was written went out. */
 	for (i = 0; i < nacs; i++)
 		close(fds[i]);
-	rdmashare_close(rs);
+	if (rs)
+		rdmashare_close(rs);
 	return 0;
 }
 
@@ -375,7 +439,7 @@ int main(int argc, char **argv)
 	char svc[16];
 	double t0;
 
-	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:FI")) != -1) {
+	while ((opt = getopt(argc, argv, "sc:p:a:P:l:n:r:S:FTI")) != -1) {
 		switch (opt) {
 		case 's': srv = 1; break;
 		case 'c': host = optarg; break;
@@ -387,6 +451,7 @@ int main(int argc, char **argv)
 		case 'r': slots = atoi(optarg); break;
 		case 'S': slot_size = atoi(optarg); break;
 		case 'F': files = 1; break;
+		case 'T': files = sockets = 1; break;
 		case 'I': iperf_calls = 1; break;
 		default:
 			goto usage;
@@ -437,7 +502,7 @@ int main(int argc, char **argv)
 	freeaddrinfo(ai);
 	return bad ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE] [-F [-I]]\n"
-		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS] [-F [-I]]\n");
+	fprintf(stderr, "usage: rs-stream -s [-p PORT] -a ACS [-r SLOTS] [-S SLOT_SIZE] [-F|-T [-I]]\n"
+		"       rs-stream -c HOST [-p PORT] [-a ACS] [-P PROCS] [-l BYTES] [-n MSGS] [-F|-T [-I]]\n");
 	return 2;
 }
