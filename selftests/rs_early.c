@@ -6,8 +6,10 @@
  * closes a file in its constructor).  Built twice: with RS_EARLY_LIB as
  * librs_early.so, and without as rs_early, which links it and reports
  * what the constructor found.  rdmashare_preload_test runs rs_early under
- * rdmashare-run: it must exit 0, not crash.
+ * rdmashare-run: it must exit 0, not crash; without the preload it says
+ * so and fails.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -20,7 +22,22 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* Whether @fn resolves into rdmashare's preload (the calls go through it). */
+static int preloaded(const char *fn)
+{
+	Dl_info info;
+
+	return dladdr(dlsym(RTLD_DEFAULT, fn), &info) && info.dli_fname &&
+	       strstr(info.dli_fname, "rdmashare-preload");
+}
+
 #ifdef RS_EARLY_LIB
+
+/* glibc's, which its headers declare only with _FORTIFY_SOURCE. */
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *sa, socklen_t *alen);
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
 
 const char *rs_early_failed = "constructor did not run";
 int rs_early_errno;
@@ -48,6 +65,10 @@ __attribute__((constructor)) static void early(void)
 	struct pollfd pfd;
 	fd_set set;
 
+	if (!preloaded("socket")) {
+		rs_early_failed = "the preload (not loaded)";
+		return;
+	}
 	CHECK(l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0));
 	CHECK(setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)));
 	CHECK(bind(l, (struct sockaddr *)&sin, sizeof(sin)));
@@ -61,8 +82,12 @@ __attribute__((constructor)) static void early(void)
 	CHECK(getsockopt(a, SOL_SOCKET, SO_ERROR, &on, &len));
 	CHECK(send(c, buf, sizeof(buf), 0));
 	CHECK(recv(a, buf, sizeof(buf), 0));
+	CHECK(send(c, buf, sizeof(buf), 0));
+	CHECK(__recv_chk(a, buf, sizeof(buf), sizeof(buf), 0));
 	CHECK(sendto(c, buf, sizeof(buf), 0, NULL, 0));
 	CHECK(recvfrom(a, buf, sizeof(buf), 0, NULL, NULL));
+	CHECK(sendto(c, buf, sizeof(buf), 0, NULL, 0));
+	CHECK(__recvfrom_chk(a, buf, sizeof(buf), sizeof(buf), 0, NULL, NULL));
 	m.msg_iov = &iov;
 	m.msg_iovlen = 1;
 	CHECK(sendmsg(c, &m, 0));
@@ -80,8 +105,11 @@ __attribute__((constructor)) static void early(void)
 	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev));
 	CHECK(epoll_wait(ep, &ev, 1, 1000));
 	CHECK(epoll_pwait(ep, &ev, 1, 0, NULL));
+	CHECK(epoll_pwait2(ep, &ev, 1, &ts, NULL));
 	CHECK(read(a, buf, sizeof(buf)));
 	CHECK(readv(a, &iov, 1));
+	CHECK(write(c, buf, sizeof(buf)));
+	CHECK(__read_chk(a, buf, sizeof(buf), sizeof(buf)));
 	CHECK(pipe(p));
 	CHECK(fd = dup(p[0]));
 	CHECK(dup2(p[1], fd));
@@ -106,6 +134,10 @@ extern int rs_early_errno;
 
 int main(void)
 {
+	if (!preloaded("close")) {
+		fprintf(stderr, "rs_early: not under rdmashare's preload\n");
+		return 1;
+	}
 	if (rs_early_failed) {
 		fprintf(stderr, "rs_early: %s failed: %s\n", rs_early_failed,
 			strerror(rs_early_errno));

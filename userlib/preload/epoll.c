@@ -92,8 +92,9 @@ static void ep_note(int fd, int epfd, int op, const struct epoll_event *ev)
 int swap_file(int fd, int nfd, int flags)
 {
 	struct rsp_fd *e = rsp(fd);
+	struct epoll_event *ev;
 	struct rsp_more *m;
-	int i, err = 0;
+	int i, ret, err = 0;
 
 	pthread_mutex_lock(&lock);
 	m = e ? e->more : NULL;
@@ -101,11 +102,20 @@ int swap_file(int fd, int nfd, int flags)
 		m->ep[i].del = !real.epoll_ctl(m->ep[i].epfd, EPOLL_CTL_DEL, fd, NULL);
 	if (real.dup3(nfd, fd, flags) < 0)
 		err = -errno;
-	for (i = 0; m && i < m->nr_ep; i++)
-		if (m->ep[i].del &&
-		    real.epoll_ctl(m->ep[i].epfd, EPOLL_CTL_ADD, fd, &m->ep[i].ev))
+	for (i = 0; m && i < m->nr_ep; i++) {
+		ev = &m->ep[i].ev;
+		if (!m->ep[i].del)
+			continue;
+		ret = real.epoll_ctl(m->ep[i].epfd, EPOLL_CTL_ADD, fd, ev);
+		/* A listener's epoll instance takes no EPOLLEXCLUSIVE (epoll_ctl()). */
+		if (ret && errno == EINVAL && (ev->events & EPOLLEXCLUSIVE)) {
+			ev->events &= ~EPOLLEXCLUSIVE;
+			ret = real.epoll_ctl(m->ep[i].epfd, EPOLL_CTL_ADD, fd, ev);
+		}
+		if (ret)
 			say("fd %d: epoll %d not made again: %s", fd, m->ep[i].epfd,
 			    strerror(errno));
+	}
 	pthread_mutex_unlock(&lock);
 	return err;
 }
@@ -123,7 +133,7 @@ RSP_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	 * connection and all but one find accept() says EAGAIN (nginx's
 	 * workers share a listener that way).
 	 */
-	if (op == EPOLL_CTL_ADD && ev && (ev->events & EPOLLEXCLUSIVE) && live(fd) == RSP_LISTEN) {
+	if (op == EPOLL_CTL_ADD && ev && (ev->events & EPOLLEXCLUSIVE) && k == RSP_LISTEN) {
 		shared = *ev;
 		shared.events &= ~EPOLLEXCLUSIVE;
 		ev = &shared;

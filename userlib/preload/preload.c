@@ -368,9 +368,12 @@ bool is_acfile(int fd, int err)
 /* ---- start ---- */
 
 bool rsp_resolved;
-static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+static __thread bool resolving;
 
-#define RESOLVE(name) (real.name = dlsym(RTLD_NEXT, #name))
+/* Threads that race here store the same pointers. */
+#define RESOLVE(name) \
+	__atomic_store_n(&real.name, (__typeof__(real.name))dlsym(RTLD_NEXT, #name), \
+			 __ATOMIC_RELAXED)
 
 static void resolve_all(void)
 {
@@ -408,10 +411,18 @@ static void resolve_all(void)
 	__atomic_store_n(&rsp_resolved, true, __ATOMIC_RELEASE);
 }
 
-/* The real functions, found once (ready()). */
+/*
+ * The real functions (ready()).  Not under a lock or pthread_once(): a call
+ * that dlsym() made back into the preload on this thread would wait for
+ * itself; it finds what is resolved so far instead.
+ */
 void rsp_resolve(void)
 {
-	pthread_once(&resolve_once, resolve_all);
+	if (resolving)
+		return;
+	resolving = true;
+	resolve_all();
+	resolving = false;
 }
 
 __attribute__((constructor)) static void rsp_init(void)
@@ -419,16 +430,19 @@ __attribute__((constructor)) static void rsp_init(void)
 	struct rlimit rl;
 	const char *progs;
 
+	struct rsp_fd *table;
+	int n;
+
 	ready();
 
 	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
-	nr_fds = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 :
-		 (int)rl.rlim_max;
-	fds = calloc(nr_fds, sizeof(*fds));
-	if (!fds) {
-		nr_fds = 0;
+	n = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 : (int)rl.rlim_max;
+	table = calloc(n, sizeof(*table));
+	if (!table)
 		return;
-	}
+	/* The table first: a call in between (another thread) finds none. */
+	fds = table;
+	__atomic_store_n(&nr_fds, n, __ATOMIC_RELEASE);
 	parse_ports(conf("RDMASHARE_PORTS"));
 	parse_nets(conf("RDMASHARE_NETS"));
 	progs = conf("RDMASHARE_PROGRAMS");

@@ -176,7 +176,7 @@ extern int nr_connecting;
 
 static inline struct rsp_fd *rsp(int fd)
 {
-	return fd >= 0 && fd < nr_fds ? &fds[fd] : NULL;
+	return fd >= 0 && fd < __atomic_load_n(&nr_fds, __ATOMIC_ACQUIRE) ? &fds[fd] : NULL;
 }
 
 static inline int kind(int fd)
