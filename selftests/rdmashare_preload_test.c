@@ -40,7 +40,8 @@
  *    stands in for before the preload's constructor ran (PostgreSQL's
  *    libcap-ng closes a file in its own): they pass on.
  *  - listen_again: listen() on a listener sets its backlog, and epoll takes
- *    it with EPOLLEXCLUSIVE, as nginx asks.
+ *    it with EPOLLEXCLUSIVE, registered before listen() and after, as
+ *    nginx asks.
  *  - nginx: nginx sends the file with sendfile(2) to curl, two workers on
  *    one listener, then each on its own (reuseport): over rdmashare, and
  *    nginx logs no alert; a plain curl reaches it over TCP.

@@ -427,10 +427,9 @@ void rsp_resolve(void)
 
 __attribute__((constructor)) static void rsp_init(void)
 {
+	struct rsp_fd *table;
 	struct rlimit rl;
 	const char *progs;
-
-	struct rsp_fd *table;
 	int n;
 
 	ready();
