@@ -105,6 +105,8 @@ static void rs_ac_free(struct kref *ref)
 		rs_acfile_free(ac);
 	if (ac->qp)
 		rs_qp_put(ac->qp);
+	if (ac->port_sock)
+		fput(ac->port_sock);
 	rs_user_uncharge_ac(ac->rf->owner);
 	rs_file_put(ac->rf);
 	kvfree(ac->tx_slots);
@@ -506,8 +508,10 @@ void rs_addr_to_user(const struct sockaddr_storage *ss, struct rdmashare_addr *a
  * rs_ac_addrs() - the addresses of @ac's two ends, as a socket names them
  * @ac: an AC that connects or was accepted
  * @local: gets this end's: the QP's address, with the service port for an
- *	accepted AC; all 0 while the AC has no QP
- * @peer: gets the peer's, with the service port for a connecting AC
+ *	accepted AC, its own (rs_ac.cport) for a connecting one; all 0 while
+ *	the AC has no QP
+ * @peer: gets the peer's, with the service port for a connecting AC, the
+ *	one the peer's CONNECT named for an accepted one
  */
 void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashare_addr *peer)
 {
@@ -517,7 +521,7 @@ void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashar
 	memset(local, 0, sizeof(*local));
 	if (qp && qp->local.ss_family) {
 		rs_addr_to_user(&qp->local, local);
-		local->port = connects ? 0 : ac->port;
+		local->port = connects ? ac->cport : ac->port;
 	}
 	if (qp)
 		rs_addr_to_user(&qp->peer->addr, peer);
@@ -525,7 +529,7 @@ void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashar
 		rs_addr_to_user(&ac->af->conn_addr, peer);
 	else
 		memset(peer, 0, sizeof(*peer));
-	peer->port = connects ? ac->port : 0;
+	peer->port = connects ? ac->port : ac->cport;
 }
 
 /*
@@ -582,9 +586,11 @@ int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 }
 
 /**
- * rs_ac_new_conn() - a new AC of @rf's that is to CONNECT to @port
+ * rs_ac_new_conn() - a new AC of @rf's that is to CONNECT to @c's peer
  * @rf: the file
- * @port: the peer's service port
+ * @c: the CONNECT's arguments, checked
+ * @to: the peer, and the socket whose port the AC takes, of which the AC
+ *	holds a reference of its own
  * @file: the AC is an AC file's
  * @in_connect: the CONNECT's caller decides what the CQ gets (rs_ac.in_connect)
  *
@@ -592,7 +598,8 @@ int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
  *
  * Return: the AC (the caller's reference), or an ERR_PTR().
  */
-struct rs_ac *rs_ac_new_conn(struct rs_file *rf, u32 port, bool file, bool in_connect)
+struct rs_ac *rs_ac_new_conn(struct rs_file *rf, const struct rdmashare_connect *c,
+			     const struct rs_connect_to *to, bool file, bool in_connect)
 {
 	struct rs_ac *ac;
 	int ret;
@@ -600,7 +607,11 @@ struct rs_ac *rs_ac_new_conn(struct rs_file *rf, u32 port, bool file, bool in_co
 	ac = rs_ac_alloc(rf, RS_AC_CONNECTING);
 	if (IS_ERR(ac))
 		return ac;
-	ac->port = port;
+	ac->port = c->peer.port;
+	if (to->sock) {
+		ac->port_sock = get_file(to->sock);
+		ac->cport = to->cport;
+	}
 	ac->in_connect = in_connect;
 	/* An AC file's chunks go to it from the first. */
 	if (file) {

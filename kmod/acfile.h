@@ -170,9 +170,10 @@ void rs_acfile_op_done(struct rs_ac *ac, struct rs_send *op, int res);
 
 /* connect.c: non-blocking CONNECT of AC files */
 struct rdmashare_connect;
+struct rs_connect_to;
 void rs_acfile_connect_init(struct rs_acfile *af);
 int rs_ac_connect_nb(struct rs_file *rf, struct rdmashare_connect *c,
-		     const struct sockaddr_storage *ss, unsigned long timeout,
+		     const struct rs_connect_to *to, unsigned long timeout,
 		     struct rs_acfile_res *res);
 void rs_acfile_connect_stop(struct rs_ac *ac);
 

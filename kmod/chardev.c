@@ -43,7 +43,7 @@ static int rs_ioctl_query(struct file *filp, union rs_ioctl_buf *buf, struct rs_
 		      RDMASHARE_FEAT_LISTEN_FD | RDMASHARE_FEAT_CONNECT_NONBLOCK |
 		      RDMASHARE_FEAT_MSG | RDMASHARE_FEAT_FILE_SET |
 		      RDMASHARE_FEAT_FILE_TIMEO | RDMASHARE_FEAT_LISTEN_ADDR |
-		      RDMASHARE_FEAT_LISTEN_REUSEPORT;
+		      RDMASHARE_FEAT_LISTEN_REUSEPORT | RDMASHARE_FEAT_CONNECT_PORT;
 	return 0;
 }
 
@@ -96,8 +96,10 @@ static const struct rs_ioctl_op rs_ioctl_ops[] = {
 	RS_IOCTL_OP_GREW(RDMASHARE_CMD_LISTEN, rs_ioctl_listen,
 			 struct rdmashare_listen, resv,
 			 offsetofend(struct rdmashare_listen, rx_slots)),
-	RS_IOCTL_OP(RDMASHARE_CMD_CONNECT, rs_ioctl_connect,
-		    struct rdmashare_connect, ac),
+	/* @sock came after the AC file's fields. */
+	RS_IOCTL_OP_GREW(RDMASHARE_CMD_CONNECT, rs_ioctl_connect,
+			 struct rdmashare_connect, ac,
+			 offsetofend(struct rdmashare_connect, file)),
 	RS_IOCTL_OP(RDMASHARE_CMD_ACCEPT, rs_ioctl_accept,
 		    struct rdmashare_accept, peer),
 	RS_IOCTL_OP(RDMASHARE_CMD_AC_SET, rs_ioctl_ac_set,
@@ -252,7 +254,8 @@ static void rs_abi_layout_check(void)
 	BUILD_BUG_ON(offsetof(struct rdmashare_listen, local) != 48);
 	BUILD_BUG_ON(offsetof(struct rdmashare_listen, file) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_file_params) != 16);
-	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 56);
+	BUILD_BUG_ON(sizeof(struct rdmashare_connect) != 64);
+	BUILD_BUG_ON(offsetof(struct rdmashare_connect, sock) != 56);
 	BUILD_BUG_ON(sizeof(struct rdmashare_accept) != 64);
 	BUILD_BUG_ON(sizeof(struct rdmashare_enter) != 24);
 	BUILD_BUG_ON(sizeof(struct rdmashare_ac_set) != 24);

@@ -42,9 +42,12 @@
  * AC, and the blocking CONNECT would retry with a new AC.  The caller sees
  * ECONNRESET, and may connect again.
  */
+#include <linux/net.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
+#include <net/sock.h>
+#include <net/tcp_states.h>
 
 #include "ac.h"
 #include "acfile.h"
@@ -190,7 +193,7 @@ void rs_acfile_connect_init(struct rs_acfile *af)
  * rs_ac_connect_nb() - RDMASHARE_IOC_CONNECT with RDMASHARE_CONNECT_NONBLOCK
  * @rf: the file that makes the AC
  * @c: the caller's arguments, checked
- * @ss: the peer
+ * @to: the peer, and this end's port
  * @timeout: jiffies the CONNECT may take
  * @res: the AC file's send buffer and descriptor, reserved
  *
@@ -198,18 +201,18 @@ void rs_acfile_connect_init(struct rs_acfile *af)
  * errno, @res still the caller's.
  */
 int rs_ac_connect_nb(struct rs_file *rf, struct rdmashare_connect *c,
-		     const struct sockaddr_storage *ss, unsigned long timeout,
+		     const struct rs_connect_to *to, unsigned long timeout,
 		     struct rs_acfile_res *res)
 {
 	struct rs_acfile *af;
 	struct rs_ac *ac;
 	int ret;
 
-	ac = rs_ac_new_conn(rf, c->peer.port, true, false);
+	ac = rs_ac_new_conn(rf, c, to, true, false);
 	if (IS_ERR(ac))
 		return PTR_ERR(ac);
 	af = ac->af;
-	af->conn_addr = *ss;
+	af->conn_addr = to->ss;
 	ret = rs_acfile_bind(ac, res, &c->file);
 	if (ret) {
 		rs_ac_abandon(ac, ret);
@@ -321,7 +324,7 @@ static bool rs_ac_received(struct rs_ac *ac)
  * attempt builds a new QP.
  */
 static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
-			      const struct sockaddr_storage *ss, unsigned long deadline,
+			      const struct rs_connect_to *to, unsigned long deadline,
 			      struct rs_acfile_res *res, bool *retry)
 {
 	struct rs_peer *peer;
@@ -330,12 +333,12 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	long left;
 	int ret;
 
-	ac = rs_ac_new_conn(rf, c->peer.port, res, true);
+	ac = rs_ac_new_conn(rf, c, to, res, true);
 	if (IS_ERR(ac))
 		return PTR_ERR(ac);
 
 	mutex_lock(&rs_peers_lock);
-	peer = rs_peer_get((struct sockaddr *)ss);
+	peer = rs_peer_get((struct sockaddr *)&to->ss);
 	mutex_unlock(&rs_peers_lock);
 	ret = -ENOMEM;
 	if (!peer)
@@ -400,46 +403,96 @@ out_discard:
 	return ret;
 }
 
+/*
+ * RDMASHARE_CONNECT_PORT: the caller's TCP socket @fd, bound and neither
+ * connected nor listening, whose port the AC takes; @to gets a reference
+ * of it and the port.  Only TCP: a socket that could carry descriptors
+ * (SCM_RIGHTS) could hold the AC's own file, and the AC would pin it.
+ */
+static int rs_connect_sock(int fd, struct rs_connect_to *to)
+{
+	struct sockaddr_storage ss;
+	struct socket *sock;
+	struct sock *sk;
+	int ret;
+
+	sock = sockfd_lookup(fd, &ret);
+	if (!sock)
+		return ret;
+	sk = sock->sk;
+	ret = -EINVAL;
+	if (sock->type != SOCK_STREAM || sk->sk_protocol != IPPROTO_TCP ||
+	    (sk->sk_family != AF_INET && sk->sk_family != AF_INET6) ||
+	    !net_eq(sock_net(sk), &init_net) || READ_ONCE(sk->sk_state) != TCP_CLOSE)
+		goto out_put;
+	if (kernel_getsockname(sock, (struct sockaddr *)&ss) < 0)
+		goto out_put;
+	/* The port is where both families have it. */
+	BUILD_BUG_ON(offsetof(struct sockaddr_in, sin_port) !=
+		     offsetof(struct sockaddr_in6, sin6_port));
+	to->cport = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (!to->cport)
+		goto out_put;
+	to->sock = sock->file;
+	return 0;
+
+out_put:
+	sockfd_put(sock);
+	return ret;
+}
+
 int rs_ac_connect(struct rs_file *rf, struct rdmashare_connect *c, struct rs_new_file *nf)
 {
 	struct rs_acfile_res res, *file = NULL;
 	unsigned long deadline, timeout;
-	struct sockaddr_storage ss;
+	struct rs_connect_to to = {};
 	bool retry = false;
 	int ret;
 
-	if ((c->flags & ~(RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_NONBLOCK)) || c->ac)
+	if ((c->flags & ~(RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_NONBLOCK |
+			  RDMASHARE_CONNECT_PORT)) || c->ac || c->resv)
 		return -EINVAL;
 	/* Only an AC file can be had before the connection is made. */
 	if ((c->flags & RDMASHARE_CONNECT_NONBLOCK) && !(c->flags & RDMASHARE_CONNECT_FILE))
 		return -EINVAL;
-	ret = rs_addr_from_user(&c->peer, &ss);
+	if (!(c->flags & RDMASHARE_CONNECT_PORT) && c->sock)
+		return -EINVAL;
+	ret = rs_addr_from_user(&c->peer, &to.ss);
 	if (ret)
 		return ret;
 	if (!rs_file_ready(rf))
 		return -EINVAL;
+	if (c->flags & RDMASHARE_CONNECT_PORT) {
+		ret = rs_connect_sock(c->sock, &to);
+		if (ret)
+			return ret;
+	}
 	/* The AC file's send buffer and descriptor first: no AC to undo. */
 	if (c->flags & RDMASHARE_CONNECT_FILE) {
 		ret = rs_acfile_reserve(rf, &c->file, nf, &res);
 		if (ret)
-			return ret;
+			goto out_sock;
 		file = &res;
 	} else if (memchr_inv(&c->file, 0, sizeof(c->file))) {
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out_sock;
 	}
 	timeout = msecs_to_jiffies(c->timeout_ms ?: READ_ONCE(rs_connect_timeout_ms));
 	deadline = jiffies + timeout;
 
 	if (c->flags & RDMASHARE_CONNECT_NONBLOCK)
-		ret = rs_ac_connect_nb(rf, c, &ss, timeout, file);
+		ret = rs_ac_connect_nb(rf, c, &to, timeout, file);
 	else
-		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
+		ret = rs_ac_connect_once(rf, c, &to, deadline, file, &retry);
 	if (ret && retry && time_before(jiffies, deadline) && !signal_pending(current)) {
 		retry = false;
-		ret = rs_ac_connect_once(rf, c, &ss, deadline, file, &retry);
+		ret = rs_ac_connect_once(rf, c, &to, deadline, file, &retry);
 	}
 	if (ret && file)
 		rs_acfile_unreserve(rf, file);
+out_sock:
+	if (to.sock)
+		fput(to.sock);
 	return ret;
 }
 

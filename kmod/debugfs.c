@@ -51,8 +51,8 @@ static void rs_debugfs_show_ac(struct seq_file *m, struct rs_ac *ac)
 	u64 queued;
 	u32 ops = rs_ac_queued(ac, &queued);
 
-	seq_printf(m, "  conn %u remote %u pid %d comm %s ac %u port %u state %s%s%s%s\n",
-		   ac->id, ac->remote_id, ac->rf->tgid, ac->rf->comm, ac->fid, ac->port,
+	seq_printf(m, "  conn %u remote %u pid %d comm %s ac %u port %u cport %u state %s%s%s%s\n",
+		   ac->id, ac->remote_id, ac->rf->tgid, ac->rf->comm, ac->fid, ac->port, ac->cport,
 		   rs_ac_state_name(READ_ONCE(ac->state)),
 		   ac->shut_queued ? " shut" : "",
 		   READ_ONCE(ac->peer_shut) ? " peer_shut" : "",

@@ -270,6 +270,7 @@ int rs_ac_accept(struct rs_file *rf, struct rdmashare_accept *a, struct rs_new_f
 
 	a->ac = ac->fid;
 	rs_addr_to_user(&ac->qp->peer->addr, &a->peer);
+	a->peer.port = ac->cport;
 	if (ac->af) {
 		/* Its end, if it came, is in the AC: the file's readers see it. */
 		ret = rs_acfile_bind(ac, &res, &a->file);
@@ -357,6 +358,7 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
 	/* What the listener was set to (RDMASHARE_IOC_AC_SET) passes on. */
 	rs_sched_entity_init(&ac->se, NULL, READ_ONCE(l->se.dn.weight), READ_ONCE(l->se.band));
 	ac->port = l->port;
+	ac->cport = m->conn.cport;
 	ac->accepted = true;
 	ac->remote_id = m->src_conn;
 	if (qp->version >= 4 && m->conn.credits) {

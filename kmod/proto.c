@@ -178,9 +178,12 @@ static int rs_proto_check(const struct rs_proto_msg *m, u8 version, u32 max_chun
 	case RS_MSG_CONNECT:
 		if (m->dst_conn || !m->src_conn || !m->conn.port)
 			return -EBADMSG;
+		/* From version 7 the port's high bits are the cport. */
+		if ((m->conn.cport && version < 7) || (version >= 7 && m->conn.port > U16_MAX))
+			return -EBADMSG;
 		break;
 	case RS_MSG_ACCEPT:
-		if (!m->dst_conn || !m->src_conn || m->conn.port)
+		if (!m->dst_conn || !m->src_conn || m->conn.port || m->conn.cport)
 			return -EBADMSG;
 		break;
 	case RS_MSG_REJECT:
@@ -282,7 +285,7 @@ int rs_proto_encode(const struct rs_proto_msg *m, u8 version, void *buf,
 	switch (m->type) {
 	case RS_MSG_CONNECT:
 	case RS_MSG_ACCEPT:
-		wc->port = cpu_to_be32(m->conn.port);
+		wc->port = cpu_to_be32(m->conn.port | (u32)m->conn.cport << 16);
 		wc->slot_size = cpu_to_be32(m->conn.slot_size);
 		wc->credits = cpu_to_be32(m->conn.credits);
 		wc->rkey = cpu_to_be32(m->conn.rkey);
@@ -361,6 +364,10 @@ int rs_proto_decode(const void *buf, size_t buf_len, u8 version, u32 max_chunk,
 		if (m->len < RS_CONN_PARAMS_LEN)
 			return -EBADMSG;
 		m->conn.port = be32_to_cpu(wc->port);
+		if (version >= 7 && m->type == RS_MSG_CONNECT) {
+			m->conn.cport = m->conn.port >> 16;
+			m->conn.port &= U16_MAX;
+		}
 		m->conn.slot_size = be32_to_cpu(wc->slot_size);
 		m->conn.credits = be32_to_cpu(wc->credits);
 		m->conn.rkey = be32_to_cpu(wc->rkey);

@@ -53,8 +53,10 @@
  * used, and ends the offer with a SINK record flagged RS_F_DONE whose
  * "len" is the bytes written (0: none, the stream was past "off"); the
  * reader may ask for it back early with RS_F_CANCEL, answered by the same
- * DONE.  The version is negotiated when the QP is set up (cm.c) and every
- * record carries it.
+ * DONE.  Version 7: a CONNECT's "port" carries in its high 16 bits the
+ * connecting end's own port (0: none), which the accepting end reports as
+ * the peer's (getpeername(2)).  The version is negotiated when the QP is
+ * set up (cm.c) and every record carries it.
  *
  * Connection ids are the host's own numbers for its end of an AC, unique per
  * peer transport; 0 means none.  "credits" on any message returns that many
@@ -69,7 +71,7 @@
 #include <linux/limits.h>
 #include <linux/types.h>
 
-#define RS_PROTO_VERSION	6	/* the newest this host speaks */
+#define RS_PROTO_VERSION	7	/* the newest this host speaks */
 #define RS_PROTO_VERSION_MIN	1	/* the oldest */
 #define RS_HDR_LEN		32
 #define RS_REC_ALIGN		8	/* version 2: records start aligned */
@@ -119,6 +121,7 @@ enum rs_msg_type {
 /* Payload of CONNECT and ACCEPT. */
 struct rs_conn_params {
 	u32 port;		/* CONNECT: service port; ACCEPT: 0 */
+	u16 cport;		/* version 7, CONNECT: the connecting end's port */
 	u32 slot_size;		/* largest chunk the sender can receive */
 	u32 credits;		/* receive slots granted up front */
 	u32 rkey;		/* version 4: the slots' memory region, or 0 */

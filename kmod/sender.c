@@ -560,6 +560,9 @@ static enum rs_plan_res rs_plan_ac_ctrl(struct rs_qp *qp, const struct rs_tx *tx
 			p->m.type = RS_MSG_CONNECT;
 			p->m.len = RS_CONN_PARAMS_LEN;
 			p->m.conn.port = ac->port;
+			/* An older peer sees none: getpeername() says 0. */
+			if (qp->version >= 7)
+				p->m.conn.cport = ac->cport;
 			p->m.conn.slot_size = ac->rf->rx_slot_size;
 			p->m.conn.credits = rs_plan_grant(qp, ac, p);
 			p->m.conn.rkey = rs_plan_rkey(qp, ac, tx, p);

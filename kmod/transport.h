@@ -530,6 +530,8 @@ struct rs_ac {
 	struct rs_qp_group *group;
 	u32 remote_id;
 	u32 port;
+	u16 cport;
+	struct file *port_sock;
 	struct rs_laddr laddr;
 	struct rs_ac *port_next;
 	int error;
@@ -824,7 +826,20 @@ void rs_listeners_show(struct seq_file *m);
 struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid);
 int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl);
 void rs_ac_tell_closed(struct rs_ac *ac, bool answer);
-struct rs_ac *rs_ac_new_conn(struct rs_file *rf, u32 port, bool file, bool in_connect);
+/**
+ * struct rs_connect_to - where a CONNECT goes, and from which port
+ * @ss: the peer
+ * @sock: RDMASHARE_CONNECT_PORT's socket (a reference), or NULL
+ * @cport: its port, 0 without
+ */
+struct rs_connect_to {
+	struct sockaddr_storage ss;
+	struct file *sock;
+	u16 cport;
+};
+
+struct rs_ac *rs_ac_new_conn(struct rs_file *rf, const struct rdmashare_connect *c,
+			     const struct rs_connect_to *to, bool file, bool in_connect);
 void rs_ac_abandon(struct rs_ac *ac, int error);
 void rs_addr_to_user(const struct sockaddr_storage *ss, struct rdmashare_addr *a);
 void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashare_addr *peer);

@@ -12,8 +12,13 @@
  *    waited for with epoll; each then carries a byte each way.
  *  - close_while_connecting: closed before it connected, nothing is left.
  *  - bad_args: every bad argument with its errno.
+ *  - port_of_socket: RDMASHARE_CONNECT_PORT: the AC has a bound TCP
+ *    socket's port at both ends (getsockname here, getpeername and accept
+ *    there), the socket held until the AC is gone; every socket that
+ *    cannot give one refused with its errno.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -302,6 +307,159 @@ TEST_F_TIMEOUT(nb, bad_args, 120)
 	EXPECT_EQ(ENOTTY, errno);
 	close(cfd);
 	rdmashare_close(c);
+}
+
+/* A TCP socket bound to a port of the system's choosing; its port in *@port. */
+static int bound_tcp(int type, unsigned int *port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, len) ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+/* CONNECT an AC file to @port from the port of @sock; -errno if refused. */
+static int connect_from(struct rdmashare *c, unsigned int port, int sock, __u32 flags)
+{
+	struct rdmashare_connect cn = {
+		.size = sizeof(cn), .timeout_ms = 20000, .sock = sock,
+		.flags = RDMASHARE_CONNECT_FILE | RDMASHARE_CONNECT_PORT | flags,
+		.peer = { .family = AF_INET, .port = port },
+	};
+	struct sockaddr_in sin = addr_of(NULL, port);
+
+	memcpy(cn.peer.addr, &sin.sin_addr, 4);
+	cn.file.sndbuf = 4096;
+	if (ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn))
+		return -errno;
+	return cn.file.fd;
+}
+
+/* Whether a new socket can bind @port, tried for up to @secs seconds. */
+static bool port_free(unsigned int port, int secs)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int i, fd, ret;
+
+	for (i = 0; i <= secs * 10; i++) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return false;
+		ret = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+		close(fd);
+		if (!ret)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+TEST_F_TIMEOUT(nb, port_of_socket, 120)
+{
+	struct rdmashare_connect cn = {
+		.size = sizeof(cn), .timeout_ms = 20000, .flags = RDMASHARE_CONNECT_FILE,
+		.peer = { .family = AF_INET, .port = PORT + 6 },
+	};
+	struct rdmashare_query q = { .size = sizeof(q) };
+	struct rdmashare_file_info fi;
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	unsigned int port, uport;
+	int lfd, cfd, sfd, sock, bad, pfd[2];
+	struct rdmashare *c;
+
+	c = client(16);
+	ASSERT_NE(NULL, c);
+	ASSERT_EQ(0, ioctl(rdmashare_fd(c), RDMASHARE_IOC_QUERY, &q));
+	EXPECT_TRUE(q.features & RDMASHARE_FEAT_CONNECT_PORT);
+	lfd = rdmashare_listen_fd(PORT + 6, 4, 0, 0);
+	ASSERT_LE(0, lfd);
+
+	/* Blocking: both ends name the socket's port. */
+	sock = bound_tcp(SOCK_STREAM, &port);
+	ASSERT_LE(0, sock);
+	cfd = connect_from(c, PORT + 6, sock, 0);
+	ASSERT_LE(0, cfd) TH_LOG("%s", strerror(-cfd));
+	ASSERT_EQ(0, rdmashare_file_info(cfd, &fi, 0));
+	EXPECT_EQ(port, fi.local.port);
+	EXPECT_EQ(PORT + 6, fi.peer.port);
+	sfd = rdmashare_accept_fd(lfd, (struct sockaddr *)&sin, &len, 0);
+	ASSERT_LE(0, sfd);
+	EXPECT_EQ(port, ntohs(sin.sin_port));
+	ASSERT_EQ(0, rdmashare_file_info(sfd, &fi, 0));
+	EXPECT_EQ(port, fi.peer.port);
+	EXPECT_EQ(PORT + 6, fi.local.port);
+	/* The AC holds the socket: its port stays taken until the AC is gone. */
+	close(sock);
+	EXPECT_FALSE(port_free(port, 0));
+	ASSERT_EQ(2, write(cfd, "hi", 2));
+	ASSERT_TRUE(events(sfd, POLLIN, 20000) & POLLIN);
+	close(sfd);
+	close(cfd);
+	EXPECT_TRUE(port_free(port, 20));
+
+	/* Non-blocking: the same, once connected. */
+	sock = bound_tcp(SOCK_STREAM, &port);
+	ASSERT_LE(0, sock);
+	cfd = connect_from(c, PORT + 6, sock, RDMASHARE_CONNECT_NONBLOCK);
+	ASSERT_LE(0, cfd);
+	close(sock);
+	EXPECT_EQ(POLLOUT, events(cfd, POLLOUT | POLLIN, 20000));
+	ASSERT_EQ(0, rdmashare_file_info(cfd, &fi, 0));
+	EXPECT_EQ(port, fi.local.port);
+	sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
+	ASSERT_LE(0, sfd);
+	ASSERT_EQ(0, rdmashare_file_info(sfd, &fi, 0));
+	EXPECT_EQ(port, fi.peer.port);
+	close(sfd);
+	close(cfd);
+
+	/* No descriptor, not a socket, not TCP, not bound, listening. */
+	EXPECT_EQ(-EBADF, connect_from(c, PORT + 6, -1, 0));
+	ASSERT_EQ(0, pipe(pfd));
+	EXPECT_EQ(-ENOTSOCK, connect_from(c, PORT + 6, pfd[0], 0));
+	close(pfd[0]);
+	close(pfd[1]);
+	bad = bound_tcp(SOCK_DGRAM, &uport);
+	ASSERT_LE(0, bad);
+	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
+	close(bad);
+	bad = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, bad);
+	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
+	ASSERT_EQ(0, listen(bad, 1));		/* bound by listen() */
+	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
+	close(bad);
+	bad = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, bad);
+	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
+	close(bad);
+	/* A socket without the flag, or reserved bits. */
+	sock = bound_tcp(SOCK_STREAM, &port);
+	ASSERT_LE(0, sock);
+	cn.sock = sock;
+	sin = addr_of(NULL, PORT + 6);
+	memcpy(cn.peer.addr, &sin.sin_addr, 4);
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn));
+	EXPECT_EQ(EINVAL, errno);
+	cn.flags |= RDMASHARE_CONNECT_PORT;
+	cn.resv = 1;
+	EXPECT_EQ(-1, ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn));
+	EXPECT_EQ(EINVAL, errno);
+	close(sock);
+	/* None of these reached the listener; nothing is left. */
+	EXPECT_EQ(0, events(lfd, POLLIN, 500));
+	close(lfd);
+	rdmashare_close(c);
+	EXPECT_TRUE(rs_acs_gone(20));
 }
 
 TEST_HARNESS_MAIN

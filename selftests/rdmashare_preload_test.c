@@ -28,6 +28,9 @@
  *    (::ffff:a.b.c.d; PyTorch's TCPStore does) and a dual-stack listener
  *    on :: takes it: over rdmashare, and both ends' names are v4-mapped
  *    IPv6 addresses, as over TCP.
+ *  - port_names: a preloaded client's end has a port of its own, bound
+ *    or chosen: its getsockname() is the server's getpeername() and
+ *    accept()'s peer, a different port for each connection.
  *  - curl: curl (a non-blocking connect, poll, then SO_ERROR) fetches the
  *    file from Python's http.server: both preloaded, over rdmashare; the
  *    server not preloaded, curl's connect refused over rdmashare, over TCP.
@@ -470,6 +473,38 @@ TEST_F_TIMEOUT(pl, peer_closed_name, 60)
 			   PY_SEND_1M
 			   "assert a.getpeername() == peer, (a.getpeername(), peer)\n'",
 			   run, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+TEST_F_TIMEOUT(pl, port_names, 60)
+{
+	/*
+	 * A preloaded client's end has a port of its own, as TCP's has: its
+	 * getsockname() is the server's getpeername() and accept()'s peer,
+	 * one port per connection, the one it bound if it bound one.
+	 */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import socket, threading\n"
+			   "l = socket.socket()\n"
+			   "l.bind((\"%s\", %d))\n"
+			   "l.listen()\n"
+			   "l.settimeout(10)\n"
+			   "b = socket.socket()\n"
+			   "b.bind((\"0.0.0.0\", 0))\n"
+			   "want = b.getsockname()[1]\n"
+			   "b.connect((\"%s\", %d))\n"
+			   "cs = [b] + [socket.create_connection((\"%s\", %d)) for i in range(3)]\n"
+			   "got = dict((peer, a) for a, peer in (l.accept() for c in cs))\n"
+			   "names = [(c.getsockname(), c.getpeername()) for c in cs]\n"
+			   "assert b.getsockname()[1] == want, (want, names)\n"
+			   "assert sorted(got) == sorted(n[0] for n in names), (list(got), names)\n"
+			   "assert all(n[0][1] for n in names), names\n"
+			   "for c in cs:\n"
+			   "    a = got[c.getsockname()]\n"
+			   "    assert a.getpeername() == c.getsockname(), (a.getpeername(), names)\n"
+			   "    assert a.getsockname() == c.getpeername(), (a.getsockname(), names)\n"
+			   "c = cs[-1]\n"
+			   PY_SEND_1M "'", run, ip, PORT, ip, PORT, ip, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 

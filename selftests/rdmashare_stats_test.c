@@ -326,7 +326,7 @@ TEST_F_TIMEOUT(st, debugfs_listing, 120)
 	EXPECT_EQ(0, strncmp(buf, want, strlen(want))) TH_LOG("%s", buf);
 	EXPECT_NE(NULL, strstr(buf, " up active")) TH_LOG("%s", buf);
 	EXPECT_NE(NULL, strstr(buf, " up passive")) TH_LOG("%s", buf);
-	snprintf(want, sizeof(want), " pid %d comm rdmashare_stats ac %d port %d state open\n",
+	snprintf(want, sizeof(want), " pid %d comm rdmashare_stats ac %d port %d cport 0 state open\n",
 		 getpid(), cac, PORT + 5);
 	EXPECT_NE(NULL, strstr(buf, want)) TH_LOG("%s", buf);
 	EXPECT_NE(NULL, strstr(buf, "    weight 9 band 1 app_weight 1 ")) TH_LOG("%s", buf);

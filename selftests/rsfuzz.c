@@ -870,9 +870,32 @@ static void opened(struct fstate *f, uint32_t ac, int fd, int send)
 }
 
 /*
+ * A descriptor for RDMASHARE_CONNECT_PORT: a TCP socket bound to a port
+ * (the one that works), unbound, listening, a UDP socket, or any number.
+ * Made once per worker thread and kept: an AC holds its socket anyway.
+ */
+static int some_sock(void)
+{
+	static __thread int socks[4] = { -1, -1, -1, -1 };
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	int i = pick(5);
+
+	if (i == 4)
+		return rnd();
+	if (socks[i] < 0) {
+		socks[i] = socket(AF_INET, (i == 3 ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+		if (socks[i] >= 0 && i != 1)
+			bind(socks[i], (struct sockaddr *)&sin, sizeof(sin));
+		if (socks[i] >= 0 && i == 2)
+			listen(socks[i], 1);
+	}
+	return socks[i];
+}
+
+/*
  * CONNECT arguments for @f: see some_addr(); a third to a listener of this
  * worker, and with -d some over the device that comes and goes (returns 1
- * then); a third for an AC file.
+ * then); a third for an AC file; a sixth from a socket's port.
  */
 static int connect_args(struct fstate *f, struct rdmashare_connect *c)
 {
@@ -903,10 +926,16 @@ static int connect_args(struct fstate *f, struct rdmashare_connect *c)
 		/* File parameters without the flag. */
 		file_params(f, &c->file);
 	}
+	if (!pick(6)) {
+		c->flags |= RDMASHARE_CONNECT_PORT;
+		c->sock = some_sock();
+	}
 	if (!pick(10))
 		c->flags = rnd();
 	if (!pick(20))
 		c->ac = rnd();
+	if (!pick(40))
+		c->resv = rnd();
 	return over_chaos;
 }
 

@@ -392,6 +392,59 @@ static void proto_placed_test(struct kunit *test)
 }
 
 /*
+ * Version 7: a CONNECT carries the connecting end's port in the high half
+ * of its port word, which an older version reads as a service port; an
+ * ACCEPT carries none.
+ */
+static void proto_cport_test(struct kunit *test)
+{
+	struct rs_proto_msg m = good_msgs[5], out;
+	u8 buf[BUF_LEN];
+
+	m.conn.credits = 0;	/* version 4 on: a grant names its slots */
+	m.conn.cport = 0xbeef;
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 7, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_CONN_PARAMS_LEN);
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN], 0xbe);
+	KUNIT_EXPECT_EQ(test, buf[RS_HDR_LEN + 3], 0x42);
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 7, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.conn.port, 0x42);
+	KUNIT_EXPECT_EQ(test, out.conn.cport, 0xbeef);
+
+	/* None before version 7; a service port past 16 bits from it on. */
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)), -EINVAL);
+	m.conn.cport = 0;
+	m.conn.port = 0x10042;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 7, buf, sizeof(buf)), -EINVAL);
+	/* Version 6 reads the whole word as the service port. */
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 6, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_CONN_PARAMS_LEN);
+	buf[0] = 7;
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 7, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.conn.port, 0x42);
+	KUNIT_EXPECT_EQ(test, out.conn.cport, 1);
+	buf[0] = 6;
+	KUNIT_ASSERT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 6, 64, &out), 0);
+	KUNIT_EXPECT_EQ(test, out.conn.port, 0x10042);
+	KUNIT_EXPECT_EQ(test, out.conn.cport, 0);
+	/* A cport without a service port is no CONNECT. */
+	buf[0] = 7;
+	buf[RS_HDR_LEN + 2] = 0;
+	buf[RS_HDR_LEN + 3] = 0;
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 7, 64, &out), -EBADMSG);
+
+	/* An ACCEPT has no port of either kind. */
+	m = good_msgs[6];
+	m.conn.credits = 0;
+	KUNIT_ASSERT_EQ(test, rs_proto_encode(&m, 7, buf, sizeof(buf)),
+			RS_HDR_LEN + RS_CONN_PARAMS_LEN);
+	buf[RS_HDR_LEN] = 0x01;
+	KUNIT_EXPECT_EQ(test, rs_proto_decode(buf, RS_HDR_LEN + m.len, 7, 64, &out), -EBADMSG);
+	m.conn.cport = 1;
+	KUNIT_EXPECT_EQ(test, rs_proto_encode(&m, 7, buf, sizeof(buf)), -EINVAL);
+}
+
+/*
  * Version 6: a SINK record offers a reader's buffer (all fields), asks for
  * it back (CANCEL: the id only) or ends it (DONE: the id and the bytes
  * written); a DATA chunk written into a sink says so and its length, never
@@ -684,6 +737,7 @@ static struct kunit_case proto_test_cases[] = {
 	KUNIT_CASE(proto_named_credits_test),
 	KUNIT_CASE(proto_placed_test),
 	KUNIT_CASE(proto_sink_test),
+	KUNIT_CASE(proto_cport_test),
 	KUNIT_CASE(proto_continue_test),
 	KUNIT_CASE(proto_reject_errno_test),
 	KUNIT_CASE(proto_batch_test),

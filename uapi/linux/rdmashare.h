@@ -60,6 +60,7 @@ enum {
 #define RDMASHARE_FEAT_FILE_TIMEO	(1ULL << 15)	/* FILE_SET's timeouts */
 #define RDMASHARE_FEAT_LISTEN_ADDR	(1ULL << 16)	/* RDMASHARE_LISTEN_ADDR */
 #define RDMASHARE_FEAT_LISTEN_REUSEPORT	(1ULL << 17)	/* RDMASHARE_LISTEN_REUSEPORT */
+#define RDMASHARE_FEAT_CONNECT_PORT	(1ULL << 18)	/* RDMASHARE_CONNECT_PORT */
 
 /**
  * struct rdmashare_query - RDMASHARE_IOC_QUERY
@@ -461,6 +462,7 @@ struct rdmashare_listen {
 /* RDMASHARE_IOC_CONNECT flags */
 #define RDMASHARE_CONNECT_FILE		(1U << 0)	/* give an AC file */
 #define RDMASHARE_CONNECT_NONBLOCK	(1U << 1)	/* give it at once */
+#define RDMASHARE_CONNECT_PORT		(1U << 2)	/* this end's port: @sock's */
 
 /**
  * struct rdmashare_connect - RDMASHARE_IOC_CONNECT
@@ -471,6 +473,19 @@ struct rdmashare_listen {
  * @ac: out: the new AC
  * @file: with RDMASHARE_CONNECT_FILE: the AC file (in: its flags and send
  *	buffer; out: its descriptor); otherwise must be 0
+ * @sock: with RDMASHARE_CONNECT_PORT (RDMASHARE_FEAT_CONNECT_PORT): a TCP
+ *	socket of the caller's, bound to a port and neither connected nor
+ *	listening; otherwise must be 0
+ * @resv: must be 0
+ *
+ * With RDMASHARE_CONNECT_PORT, the AC's end has @sock's port, as a TCP
+ * socket's end has the port it is bound to: getsockname(2) of the AC
+ * (RDMASHARE_IOC_FILE_INFO) gives it here, and the peer's ACCEPT and
+ * getpeername(2) give it there.  The AC holds @sock (a reference to its
+ * file) until the AC is gone, so that the port stays the caller's
+ * meanwhile, as a connected socket's does.  Errors: EBADF, ENOTSOCK, and
+ * EINVAL for a socket that is not TCP, not bound, connected or listening.
+ * Without it the AC's port is 0, and a peer of an older module sees 0.
  *
  * Blocks until the peer accepted or refused.  Errors: ECONNREFUSED (no
  * listener on the port), ETIMEDOUT, EHOSTUNREACH / ENETUNREACH (no RDMA
@@ -493,6 +508,8 @@ struct rdmashare_connect {
 	__u32 timeout_ms;
 	__u32 ac;
 	struct rdmashare_file_params file;
+	__s32 sock;
+	__u32 resv;
 };
 
 #define RDMASHARE_IOC_CONNECT	_IO(RDMASHARE_TYPE, RDMASHARE_CMD_CONNECT)
@@ -510,10 +527,12 @@ struct rdmashare_connect {
  * @state: out: RDMASHARE_AC_STATE_* (CONNECTING while a non-blocking
  *	CONNECT is under way)
  * @local: out: this end's address (getsockname(2)): the address of the
- *	shared QP, with the service port for an accepted AC, 0 for a
- *	connecting one; all 0 before the AC has a QP
+ *	shared QP, with the service port for an accepted AC, the port of
+ *	CONNECT's @sock for a connecting one (0 without); all 0 before the AC
+ *	has a QP
  * @peer: out: the peer's address (getpeername(2)): with the service port
- *	for a connecting AC, 0 for an accepted one
+ *	for a connecting AC, the port the peer's CONNECT named for an
+ *	accepted one (0 for none)
  * @rx_bytes: out: bytes a read(2) would return now (FIONREAD)
  * @tx_bytes: out: bytes written and not yet acknowledged (SIOCOUTQ)
  * @sndbuf: out: the send buffer's size now (SO_SNDBUF)
@@ -553,7 +572,8 @@ struct rdmashare_file_info {
  * @timeout_ms: give up after this long (-ETIME), 0 for no limit
  * @ac: out: the new AC
  * @resv: must be 0
- * @peer: out: the connecting peer (its port is 0)
+ * @peer: out: the connecting peer, with the port its CONNECT named (0 for
+ *	none: RDMASHARE_CONNECT_PORT)
  * @file: with RDMASHARE_ACCEPT_FILE, which a listener with
  *	RDMASHARE_LISTEN_FILES needs and any other refuses (EINVAL): the AC
  *	file (in: its flags and send buffer; out: its descriptor), with the

@@ -6,6 +6,7 @@
 #include "preload.h"
 
 static int dev_fd = -1;		/* connects come from here; -1 not yet, -2 none */
+static bool dev_ports;		/* its module has RDMASHARE_CONNECT_PORT */
 static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool nb_old;		/* the module has no non-blocking CONNECT */
 
@@ -14,6 +15,7 @@ static bool nb_old;		/* the module has no non-blocking CONNECT */
 /* A file set up with only what AC files need; -1 if it cannot be had. */
 static int dev_open(void)
 {
+	struct rdmashare_query q = { .size = sizeof(q) };
 	struct rdmashare_setup p;
 	unsigned long long files;
 	int fd;
@@ -21,6 +23,9 @@ static int dev_open(void)
 	fd = open(DEV_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
+	if (!ioctl(fd, RDMASHARE_IOC_QUERY, &q))
+		__atomic_store_n(&dev_ports, !!(q.features & RDMASHARE_FEAT_CONNECT_PORT),
+				 __ATOMIC_RELAXED);
 	/* As many send buffers as RLIMIT_MEMLOCK allows, 256 at most. */
 	for (files = 256ULL * SNDBUF; files >= SNDBUF; files /= 2) {
 		memset(&p, 0, sizeof(p));
@@ -81,10 +86,37 @@ static const struct sockaddr *unmapped(const struct sockaddr *sa, socklen_t len,
 }
 
 /*
- * CONNECT @c to @sa on the process's file (a new file when the file area
- * is full): 0, the AC file in @c->file.fd; or -errno.
+ * The port the socket @fd is bound to, for the AC to have as TCP's end
+ * would (RDMASHARE_CONNECT_PORT): the program's bind(), or else a port of
+ * the system's choosing now, as connect() would bind one; the module
+ * keeps the socket while the AC lives, and the peer's getpeername() gives
+ * the port.  Without one to be had (none left, an older module), the AC
+ * has port 0 and connects all the same.
  */
-static int connect_ioctl(struct rdmashare_connect *c, const struct sockaddr *sa)
+static void port_from(int fd, struct rdmashare_connect *c)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (!__atomic_load_n(&dev_ports, __ATOMIC_RELAXED) ||
+	    real.getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return;
+	/* Unbound, it names the wildcard address and port 0: bind that. */
+	if (!port_of((struct sockaddr *)&ss) && bind(fd, (struct sockaddr *)&ss, len) < 0) {
+		say("connect fd %d: no port (%s)", fd, strerror(errno));
+		return;
+	}
+	c->flags |= RDMASHARE_CONNECT_PORT;
+	c->sock = fd;
+}
+
+/*
+ * CONNECT @c to @sa, from the port of the socket @fd, on the process's
+ * file (a new file when the file area is full): 0, the AC file in
+ * @c->file.fd; or -errno.
+ */
+static int connect_ioctl(int fd, struct rdmashare_connect *c, const struct sockaddr *sa)
 {
 	int dev, tries, err = 0;
 
@@ -97,6 +129,8 @@ static int connect_ioctl(struct rdmashare_connect *c, const struct sockaddr *sa)
 		dev = dev_get(tries);
 		if (dev < 0)
 			return -ENODEV;
+		if (!(c->flags & RDMASHARE_CONNECT_PORT))
+			port_from(fd, c);
 		if (!ioctl(dev, RDMASHARE_IOC_CONNECT, c))
 			return 0;
 		err = -errno;
@@ -119,7 +153,7 @@ static int rdma_connect(int fd, const struct sockaddr *sa)
 	fl = fcntl(fd, F_GETFL);
 	fdfl = fcntl(fd, F_GETFD);
 	c.file.flags = RDMASHARE_FILE_CLOEXEC | (fl & O_NONBLOCK ? RDMASHARE_FILE_NONBLOCK : 0);
-	err = connect_ioctl(&c, sa);
+	err = connect_ioctl(fd, &c, sa);
 	if (err)
 		return err;
 	timeo_copy(fd, c.file.fd);
@@ -165,7 +199,7 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 	}
 	fdfl = fcntl(fd, F_GETFD);
 	c.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
-	err = connect_ioctl(&c, to);
+	err = connect_ioctl(fd, &c, to);
 	if (err == -EINVAL) {
 		/* A module without it: the blocking way from now on. */
 		__atomic_store_n(&nb_old, true, __ATOMIC_RELAXED);
