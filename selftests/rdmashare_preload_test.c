@@ -31,6 +31,11 @@
  *  - port_names: a preloaded client's end has a port of its own, bound
  *    or chosen: its getsockname() is the server's getpeername() and
  *    accept()'s peer, a different port for each connection.
+ *  - fstat_passed: fstat() says a listener, a connection, and an AC file
+ *    that another process received (SCM_RIGHTS) are sockets; that process
+ *    serves it.
+ *  - node_cluster: Node.js's cluster: the primary accepts and passes each
+ *    connection to a worker, whose libuv asks fstat() what it is.
  *  - curl: curl (a non-blocking connect, poll, then SO_ERROR) fetches the
  *    file from Python's http.server: both preloaded, over rdmashare; the
  *    server not preloaded, curl's connect refused over rdmashare, over TCP.
@@ -71,7 +76,7 @@
 #define LISTENERS	"/sys/kernel/debug/rdmashare/listeners"
 #define FEED		"/tmp/rs-preload.feed"
 
-static char run[512], mpi[600], early[600];
+static char run[512], mpi[600], early[600], cluster_js[600];
 static const char *ip;
 
 /* Bytes every device of rdmashare's sent, all told. */
@@ -123,6 +128,7 @@ FIXTURE_SETUP(pl)
 	snprintf(run, sizeof(run), "%s/../../userlib/build/rdmashare-run", dirname(exe));
 	snprintf(mpi, sizeof(mpi), "%s/rs_mpi", exe);
 	snprintf(early, sizeof(early), "%s/rs_early", exe);
+	snprintf(cluster_js, sizeof(cluster_js), "%s/../rs_cluster.js", exe);
 	/* An address with an RDMA device on its route (not lo's). */
 	ip = getenv("RS_IP") ?: "127.0.0.1";
 	if (access(run, X_OK) || rs_sh("command -v nc >/dev/null && command -v socat >/dev/null"))
@@ -506,6 +512,65 @@ TEST_F_TIMEOUT(pl, port_names, 60)
 			   "c = cs[-1]\n"
 			   PY_SEND_1M "'", run, ip, PORT, ip, PORT, ip, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+TEST_F_TIMEOUT(pl, fstat_passed, 60)
+{
+	/*
+	 * fstat() says that a listener, a connection and an AC file passed
+	 * to a new process (SCM_RIGHTS; its preload never saw it) are
+	 * sockets, and that process uses it as one.
+	 */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import os, socket, stat, subprocess, sys\n"
+			   "CHILD = \"\"\"\n"
+			   "import os, socket, stat, sys\n"
+			   "q = socket.socket(fileno=int(sys.argv[1]))\n"
+			   "fd = socket.recv_fds(q, 1, 1)[1][0]\n"
+			   "assert stat.S_ISSOCK(os.fstat(fd).st_mode), os.fstat(fd)\n"
+			   "s = socket.socket(fileno=fd)\n"
+			   "assert s.type == socket.SOCK_STREAM and s.getpeername()[1], s\n"
+			   "n = 0\n"
+			   "while (b := s.recv(1 << 16)):\n"
+			   "    n += len(b)\n"
+			   "s.sendall(str(n).encode())\n"
+			   "s.close()\n"
+			   "\"\"\"\n"
+			   "l = socket.socket()\n"
+			   "l.bind((\"%s\", %d))\n"
+			   "l.listen()\n"
+			   "c = socket.create_connection((\"%s\", %d))\n"
+			   "l.settimeout(10)\n"
+			   "a = l.accept()[0]\n"
+			   "for s in (l, c, a):\n"
+			   "    assert stat.S_ISSOCK(os.fstat(s.fileno()).st_mode), s\n"
+			   "p, q = socket.socketpair()\n"
+			   "kid = subprocess.Popen([sys.executable, \"-c\", CHILD, str(q.fileno())],\n"
+			   "                       pass_fds=[q.fileno()])\n"
+			   "socket.send_fds(p, [b\"x\"], [a.fileno()])\n"
+			   "a.close()\n"
+			   "c.sendall(bytes(1 << 20))\n"
+			   "c.shutdown(socket.SHUT_WR)\n"
+			   "c.settimeout(10)\n"
+			   "got = c.recv(64)\n"
+			   "assert got == str(1 << 20).encode(), got\n"
+			   "assert kid.wait(10) == 0\n'",
+			   run, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
+}
+
+TEST_F_TIMEOUT(pl, node_cluster, 90)
+{
+	/*
+	 * Node.js's cluster: the primary accepts, passes each connection to
+	 * a worker, which asks fstat() what it got (libuv refused an AC file
+	 * before fstat() said it is a socket); 40 answers of 64 KiB, each on
+	 * its own connection, every byte and the client's port checked.
+	 */
+	if (rs_sh("command -v node >/dev/null"))
+		SKIP(return, "no node");
+	ASSERT_EQ(0, rs_sh("timeout 60 %s node %s %s %d 40", run, cluster_js, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 40 << 16);
 }
 
 TEST_F(pl, early_calls)

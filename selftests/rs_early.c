@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -62,7 +63,9 @@ __attribute__((constructor)) static void early(void)
 	char buf[8] = "early";
 	struct iovec iov = { buf, sizeof(buf) };
 	int l, c, a, ep, p[2], on = 1, fd;
+	struct stat64 st64;
 	struct pollfd pfd;
+	struct stat st;
 	fd_set set;
 
 	if (!preloaded("socket")) {
@@ -78,6 +81,8 @@ __attribute__((constructor)) static void early(void)
 	CHECK(connect(c, (struct sockaddr *)&sin, sizeof(sin)));
 	CHECK(a = accept4(l, NULL, NULL, SOCK_CLOEXEC));
 	CHECK(getpeername(a, (struct sockaddr *)&sin, &len));
+	CHECK(fstat(a, &st));
+	CHECK(fstat64(l, &st64));
 	len = sizeof(on);
 	CHECK(getsockopt(a, SOL_SOCKET, SO_ERROR, &on, &len));
 	CHECK(send(c, buf, sizeof(buf), 0));

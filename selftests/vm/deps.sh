@@ -32,6 +32,9 @@ PKGS=(
 	# curl against Python's http.server (python3 is there for PyTorch),
 	# and against nginx (sendfile(2), workers sharing a listener)
 	curl nginx-light
+	# Node.js's cluster (a worker's libuv asks fstat() what the connection
+	# the primary passed it is); a host that has NodeSource's nodejs keeps it
+	nodejs
 	# PostgreSQL and pgbench (a forked backend per connection; its
 	# libcap-ng calls close() before the preload's constructor runs)
 	postgresql-15

@@ -37,7 +37,10 @@
  *   TCP_CORK and the timeouts through RDMASHARE_IOC_FILE_SET, others
  *   accepted where harmless, ENOPROTOOPT otherwise), getsockname,
  *   getpeername and shutdown.  The timeouts set on a socket before it
- *   became an AC file, or on its listener, pass on to it.
+ *   became an AC file, or on its listener, pass on to it.  fstat() says
+ *   that an AC file, also one that came from another process
+ *   (SCM_RIGHTS), and a listener are sockets, as libuv (Node.js's
+ *   cluster) and systemd's sd_is_socket() ask.
  *
  * Policy, from the environment (or /etc/rdmashare/preload.conf, KEY=VALUE
  * lines, which the environment overrides): RDMASHARE_PORTS (ports and
@@ -408,6 +411,8 @@ static void resolve_all(void)
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
 	RESOLVE(epoll_pwait2);
+	RESOLVE(fstat);
+	RESOLVE(fstat64);
 	__atomic_store_n(&rsp_resolved, true, __ATOMIC_RELEASE);
 }
 

@@ -9,7 +9,8 @@
  * epoll.c: a number changing file with its epoll registrations; poll(),
  *   select() and epoll_wait() while a connect is under way.
  * data.c: send, recv and their kin on AC files; read and write.
- * sockopt.c: getsockopt, setsockopt, getsockname, getpeername, shutdown.
+ * sockopt.c: getsockopt, setsockopt, getsockname, getpeername, shutdown,
+ *   fstat.
  */
 #ifndef RSP_PRELOAD_H
 #define RSP_PRELOAD_H
@@ -37,6 +38,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,6 +148,8 @@ struct rsp_real {
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *,
 			    const sigset_t *);
+	int (*fstat)(int, struct stat *);
+	int (*fstat64)(int, struct stat64 *);
 };
 
 extern struct rsp_real real;

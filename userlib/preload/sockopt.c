@@ -427,3 +427,67 @@ RSP_EXPORT int shutdown(int fd, int how)
 		return acfile_shutdown(fd, how);
 	return ret;
 }
+
+/*
+ * fstat(): an AC file, and the epoll instance that a listener is, are
+ * anonymous inodes (no file type); a program asking whether a descriptor
+ * is a socket (libuv's uv_guess_handle() for a connection that Node.js's
+ * cluster passed to a worker, systemd's sd_is_socket()) learns that they
+ * are.  Only descriptors without a type are looked at: an AC file that
+ * came from elsewhere (SCM_RIGHTS, exec) is found by its FILE_INFO.
+ */
+static void as_socket(int fd, int ret, mode_t *mode)
+{
+	if (ret || (*mode & S_IFMT))
+		return;
+	if (kind(fd) == RSP_LISTEN || is_acfile(fd, ENOTSOCK))
+		*mode = S_IFSOCK | 0777;
+}
+
+RSP_EXPORT int fstat(int fd, struct stat *st)
+{
+	int ret;
+
+	ready();
+	ret = real.fstat(fd, st);
+	as_socket(fd, ret, &st->st_mode);
+	return ret;
+}
+
+RSP_EXPORT int fstat64(int fd, struct stat64 *st)
+{
+	int ret;
+
+	ready();
+	ret = real.fstat64(fd, st);
+	as_socket(fd, ret, &st->st_mode);
+	return ret;
+}
+
+#if defined(__x86_64__)
+/*
+ * What binaries built against glibc before 2.33 call for fstat() (Node.js
+ * from NodeSource does); on x86-64 their version 1 (_STAT_VER_LINUX) and
+ * 0 are struct stat itself.
+ */
+RSP_EXPORT int __fxstat(int ver, int fd, struct stat *st);
+RSP_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st);
+
+static int fxstat_ver(int ver)
+{
+	if (ver == 0 || ver == 1)
+		return 0;
+	errno = EINVAL;
+	return -1;
+}
+
+RSP_EXPORT int __fxstat(int ver, int fd, struct stat *st)
+{
+	return fxstat_ver(ver) ?: fstat(fd, st);
+}
+
+RSP_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+{
+	return fxstat_ver(ver) ?: fstat64(fd, st);
+}
+#endif
