@@ -106,7 +106,7 @@ static void rs_ac_free(struct kref *ref)
 	if (ac->qp)
 		rs_qp_put(ac->qp);
 	if (ac->port_sock)
-		fput(ac->port_sock);
+		fput(ac->port_sock);	/* nobody else has the AC now */
 	rs_user_uncharge_ac(ac->rf->owner);
 	rs_file_put(ac->rf);
 	kvfree(ac->tx_slots);
@@ -468,6 +468,17 @@ bool rs_ac_do_close(struct rs_ac *ac, int error, bool by_app)
 	wake_up_all(&ac->wait);
 
 	rs_ac_finish(ac, error ?: -EPIPE);
+	/*
+	 * A connection never made keeps no port: the socket may connect over
+	 * TCP instead (the preload's fallback), and its close must not wait
+	 * for this AC to be freed.
+	 */
+	if (old == RS_AC_CONNECTING) {
+		struct file *sock = xchg(&ac->port_sock, NULL);
+
+		if (sock)
+			fput(sock);
+	}
 	/*
 	 * An application that queued a CLOSE closed the AC itself: that
 	 * CLOSE's completion tells it, not a CLOSED one (which would come

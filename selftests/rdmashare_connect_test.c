@@ -309,20 +309,24 @@ TEST_F_TIMEOUT(nb, bad_args, 120)
 	rdmashare_close(c);
 }
 
-/* A TCP socket bound to a port of the system's choosing; its port in *@port. */
-static int bound_tcp(int type, unsigned int *port)
+/*
+ * A socket of @family and @type bound to the wildcard address and a port
+ * of the system's choosing; its port in *@port.
+ */
+static int bound_sock(int family, int type, unsigned int *port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	struct sockaddr_in6 s6 = { .sin6_family = family };
+	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(s6);
+	int fd = socket(family, type | SOCK_CLOEXEC, 0);
 
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sin, len) ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len)) {
+	/* The port is where both families have it. */
+	if (fd < 0 || bind(fd, (struct sockaddr *)&s6, len) ||
+	    getsockname(fd, (struct sockaddr *)&s6, &len)) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
 	}
-	*port = ntohs(sin.sin_port);
+	*port = ntohs(s6.sin6_port);
 	return fd;
 }
 
@@ -341,6 +345,20 @@ static int connect_from(struct rdmashare *c, unsigned int port, int sock, __u32 
 	if (ioctl(rdmashare_fd(c), RDMASHARE_IOC_CONNECT, &cn))
 		return -errno;
 	return cn.file.fd;
+}
+
+/* The peer's port (FILE_INFO) of the next AC file @lfd accepts, or 0. */
+static unsigned int accepted_port(int lfd)
+{
+	struct rdmashare_file_info fi = {};
+	int fd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
+
+	if (fd < 0)
+		return 0;
+	if (rdmashare_file_info(fd, &fi, 0))
+		fi.peer.port = 0;
+	close(fd);
+	return fi.peer.port;
 }
 
 /* Whether a new socket can bind @port, tried for up to @secs seconds. */
@@ -373,7 +391,7 @@ TEST_F_TIMEOUT(nb, port_of_socket, 120)
 	struct sockaddr_in sin;
 	socklen_t len = sizeof(sin);
 	unsigned int port, uport;
-	int lfd, cfd, sfd, sock, bad, pfd[2];
+	int lfd, cfd, sfd, sock, bad, pfd[2], one = 1;
 	struct rdmashare *c;
 
 	c = client(16);
@@ -384,7 +402,7 @@ TEST_F_TIMEOUT(nb, port_of_socket, 120)
 	ASSERT_LE(0, lfd);
 
 	/* Blocking: both ends name the socket's port. */
-	sock = bound_tcp(SOCK_STREAM, &port);
+	sock = bound_sock(AF_INET, SOCK_STREAM, &port);
 	ASSERT_LE(0, sock);
 	cfd = connect_from(c, PORT + 6, sock, 0);
 	ASSERT_LE(0, cfd) TH_LOG("%s", strerror(-cfd));
@@ -407,7 +425,7 @@ TEST_F_TIMEOUT(nb, port_of_socket, 120)
 	EXPECT_TRUE(port_free(port, 20));
 
 	/* Non-blocking: the same, once connected. */
-	sock = bound_tcp(SOCK_STREAM, &port);
+	sock = bound_sock(AF_INET, SOCK_STREAM, &port);
 	ASSERT_LE(0, sock);
 	cfd = connect_from(c, PORT + 6, sock, RDMASHARE_CONNECT_NONBLOCK);
 	ASSERT_LE(0, cfd);
@@ -415,11 +433,22 @@ TEST_F_TIMEOUT(nb, port_of_socket, 120)
 	EXPECT_EQ(POLLOUT, events(cfd, POLLOUT | POLLIN, 20000));
 	ASSERT_EQ(0, rdmashare_file_info(cfd, &fi, 0));
 	EXPECT_EQ(port, fi.local.port);
-	sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
-	ASSERT_LE(0, sfd);
-	ASSERT_EQ(0, rdmashare_file_info(sfd, &fi, 0));
-	EXPECT_EQ(port, fi.peer.port);
-	close(sfd);
+	EXPECT_EQ(port, accepted_port(lfd));
+	close(cfd);
+
+	/* Refused: the socket is given back, its port free again. */
+	sock = bound_sock(AF_INET, SOCK_STREAM, &port);
+	ASSERT_LE(0, sock);
+	EXPECT_EQ(-ECONNREFUSED, connect_from(c, PORT + 7, sock, 0));
+	close(sock);
+	EXPECT_TRUE(port_free(port, 20));
+	/* An IPv6 socket's port is as good. */
+	sock = bound_sock(AF_INET6, SOCK_STREAM, &port);
+	ASSERT_LE(0, sock);
+	cfd = connect_from(c, PORT + 6, sock, 0);
+	ASSERT_LE(0, cfd);
+	close(sock);
+	EXPECT_EQ(port, accepted_port(lfd));
 	close(cfd);
 
 	/* No descriptor, not a socket, not TCP, not bound, listening. */
@@ -428,7 +457,7 @@ TEST_F_TIMEOUT(nb, port_of_socket, 120)
 	EXPECT_EQ(-ENOTSOCK, connect_from(c, PORT + 6, pfd[0], 0));
 	close(pfd[0]);
 	close(pfd[1]);
-	bad = bound_tcp(SOCK_DGRAM, &uport);
+	bad = bound_sock(AF_INET, SOCK_DGRAM, &uport);
 	ASSERT_LE(0, bad);
 	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
 	close(bad);
@@ -437,13 +466,30 @@ TEST_F_TIMEOUT(nb, port_of_socket, 120)
 	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
 	ASSERT_EQ(0, listen(bad, 1));		/* bound by listen() */
 	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
+	/* Connected (to that listener over TCP). */
+	sock = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, sock);
+	len = sizeof(sin);
+	ASSERT_EQ(0, getsockname(bad, (struct sockaddr *)&sin, &len));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ASSERT_EQ(0, connect(sock, (struct sockaddr *)&sin, len));
+	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, sock, 0));
+	close(sock);
+	close(bad);
+	/* An address without a port (IP_BIND_ADDRESS_NO_PORT). */
+	bad = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ASSERT_LE(0, bad);
+	ASSERT_EQ(0, setsockopt(bad, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one)));
+	sin = addr_of("127.0.0.1", 0);
+	ASSERT_EQ(0, bind(bad, (struct sockaddr *)&sin, sizeof(sin)));
+	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
 	close(bad);
 	bad = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	ASSERT_LE(0, bad);
 	EXPECT_EQ(-EINVAL, connect_from(c, PORT + 6, bad, 0));
 	close(bad);
 	/* A socket without the flag, or reserved bits. */
-	sock = bound_tcp(SOCK_STREAM, &port);
+	sock = bound_sock(AF_INET, SOCK_STREAM, &port);
 	ASSERT_LE(0, sock);
 	cn.sock = sock;
 	sin = addr_of(NULL, PORT + 6);

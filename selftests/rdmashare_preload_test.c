@@ -487,9 +487,12 @@ TEST_F_TIMEOUT(pl, port_names, 60)
 	/*
 	 * A preloaded client's end has a port of its own, as TCP's has: its
 	 * getsockname() is the server's getpeername() and accept()'s peer,
-	 * one port per connection, the one it bound if it bound one.
+	 * one port per connection, the one it bound if it bound one.  A
+	 * socket bound to an address alone (IP_BIND_ADDRESS_NO_PORT, as
+	 * nginx's proxy_bind makes) has none to give, and connects all the
+	 * same, non-blocking too.  All five over rdmashare, says the preload.
 	 */
-	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+	ASSERT_EQ(0, rs_sh("timeout 30 env RDMASHARE_DEBUG=1 %s python3 -c '\n"
 			   "import socket, threading\n"
 			   "l = socket.socket()\n"
 			   "l.bind((\"%s\", %d))\n"
@@ -509,8 +512,22 @@ TEST_F_TIMEOUT(pl, port_names, 60)
 			   "    a = got[c.getsockname()]\n"
 			   "    assert a.getpeername() == c.getsockname(), (a.getpeername(), names)\n"
 			   "    assert a.getsockname() == c.getpeername(), (a.getsockname(), names)\n"
+			   "n = socket.socket()\n"
+			   "n.setsockopt(socket.IPPROTO_IP, 24, 1)\n"
+			   "n.bind((\"%s\", 0))\n"
+			   "n.setblocking(False)\n"
+			   "assert n.connect_ex((\"%s\", %d)) == 115\n"
+			   "n.settimeout(10)\n"
+			   "n.sendall(b\"n\")\n"
+			   "a = l.accept()[0]\n"
+			   "assert a.recv(1) == b\"n\"\n"
 			   "c = cs[-1]\n"
-			   PY_SEND_1M "'", run, ip, PORT, ip, PORT, ip, PORT));
+			   "a = got[c.getsockname()]\n"
+			   PY_SEND_1M "' 2>/tmp/pl-names.log; r=$?; cat /tmp/pl-names.log >&2;"
+			   " test $r -eq 0 &&"
+			   " test $(grep -c \"port %d: rdmashare$\" /tmp/pl-names.log) -eq 4 &&"
+			   " grep -q \"connect fd [0-9]*: rdmashare$\" /tmp/pl-names.log",
+			   run, ip, PORT, ip, PORT, ip, PORT, ip, ip, PORT, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 

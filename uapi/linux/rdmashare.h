@@ -482,9 +482,11 @@ struct rdmashare_listen {
  * socket's end has the port it is bound to: getsockname(2) of the AC
  * (RDMASHARE_IOC_FILE_INFO) gives it here, and the peer's ACCEPT and
  * getpeername(2) give it there.  The AC holds @sock (a reference to its
- * file) until the AC is gone, so that the port stays the caller's
- * meanwhile, as a connected socket's does.  Errors: EBADF, ENOTSOCK, and
- * EINVAL for a socket that is not TCP, not bound, connected or listening.
+ * file) until the AC is gone, or its connection failed, so that the port
+ * stays the caller's meanwhile, as long as nobody unbinds the socket
+ * (connect(2) it elsewhere, with AF_UNSPEC: the state is checked once, at
+ * CONNECT).  Errors: EBADF, ENOTSOCK, and EINVAL for a socket that is not
+ * TCP, not bound, connected, listening or of another network namespace.
  * Without it the AC's port is 0, and a peer of an older module sees 0.
  *
  * Blocks until the peer accepted or refused.  Errors: ECONNREFUSED (no

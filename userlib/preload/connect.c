@@ -6,7 +6,7 @@
 #include "preload.h"
 
 static int dev_fd = -1;		/* connects come from here; -1 not yet, -2 none */
-static bool dev_ports;		/* its module has RDMASHARE_CONNECT_PORT */
+static unsigned long long dev_feats;	/* its module's RDMASHARE_FEAT_* */
 static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool nb_old;		/* the module has no non-blocking CONNECT */
 
@@ -24,8 +24,7 @@ static int dev_open(void)
 	if (fd < 0)
 		return -1;
 	if (!ioctl(fd, RDMASHARE_IOC_QUERY, &q))
-		__atomic_store_n(&dev_ports, !!(q.features & RDMASHARE_FEAT_CONNECT_PORT),
-				 __ATOMIC_RELAXED);
+		__atomic_store_n(&dev_feats, q.features, __ATOMIC_RELAXED);
 	/* As many send buffers as RLIMIT_MEMLOCK allows, 256 at most. */
 	for (files = 256ULL * SNDBUF; files >= SNDBUF; files /= 2) {
 		memset(&p, 0, sizeof(p));
@@ -85,27 +84,44 @@ static const struct sockaddr *unmapped(const struct sockaddr *sa, socklen_t len,
 	return (const struct sockaddr *)v4;
 }
 
+/* @fd's name (getsockname()) in @ss: 0, or -1. */
+static int name_of(int fd, struct sockaddr_storage *ss, socklen_t *len)
+{
+	*len = sizeof(*ss);
+	if (real.getsockname(fd, (struct sockaddr *)ss, len) < 0)
+		return -1;
+	return ss->ss_family == AF_INET || ss->ss_family == AF_INET6 ? 0 : -1;
+}
+
 /*
  * The port the socket @fd is bound to, for the AC to have as TCP's end
- * would (RDMASHARE_CONNECT_PORT): the program's bind(), or else a port of
- * the system's choosing now, as connect() would bind one; the module
- * keeps the socket while the AC lives, and the peer's getpeername() gives
- * the port.  Without one to be had (none left, an older module), the AC
- * has port 0 and connects all the same.
+ * would (RDMASHARE_CONNECT_PORT): the program's bind(), or else, if it is
+ * not bound at all, a port the system chooses for bind() to port 0; the
+ * module keeps the socket while the AC lives, and the peer's getpeername()
+ * gives the port.  Without one (an older module, RDMASHARE_CLIENT_PORTS=0,
+ * an address bound without a port: IP_BIND_ADDRESS_NO_PORT, no port left),
+ * the AC has port 0 and connects all the same.
  */
 static void port_from(int fd, struct rdmashare_connect *c)
 {
+	static const unsigned char any[16];
 	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
+	const struct sockaddr *sa = (const struct sockaddr *)&ss;
+	socklen_t len;
 
-	if (!__atomic_load_n(&dev_ports, __ATOMIC_RELAXED) ||
-	    real.getsockname(fd, (struct sockaddr *)&ss, &len) < 0 ||
-	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+	if (!(__atomic_load_n(&dev_feats, __ATOMIC_RELAXED) & RDMASHARE_FEAT_CONNECT_PORT) ||
+	    !client_ports || name_of(fd, &ss, &len))
 		return;
-	/* Unbound, it names the wildcard address and port 0: bind that. */
-	if (!port_of((struct sockaddr *)&ss) && bind(fd, (struct sockaddr *)&ss, len) < 0) {
-		say("connect fd %d: no port (%s)", fd, strerror(errno));
-		return;
+	if (!port_of(sa)) {
+		/* Unbound: the wildcard address and port 0. */
+		if (memcmp(addr_of(sa), any, ss.ss_family == AF_INET ? 4 : 16))
+			return;
+		if (bind(fd, sa, len) < 0) {
+			say("connect fd %d: no port (%s)", fd, strerror(errno));
+			return;
+		}
+		if (name_of(fd, &ss, &len) || !port_of(sa))
+			return;
 	}
 	c->flags |= RDMASHARE_CONNECT_PORT;
 	c->sock = fd;
@@ -200,7 +216,8 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 	fdfl = fcntl(fd, F_GETFD);
 	c.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
 	err = connect_ioctl(fd, &c, to);
-	if (err == -EINVAL) {
+	if (err == -EINVAL &&
+	    !(__atomic_load_n(&dev_feats, __ATOMIC_RELAXED) & RDMASHARE_FEAT_CONNECT_NONBLOCK)) {
 		/* A module without it: the blocking way from now on. */
 		__atomic_store_n(&nb_old, true, __ATOMIC_RELAXED);
 		err = 1;

@@ -46,6 +46,7 @@
  * lines, which the environment overrides): RDMASHARE_PORTS (ports and
  * ranges, "5201,6379,7000-7100"), RDMASHARE_NETS (CIDRs, "10.0.0.0/8"),
  * RDMASHARE_PROGRAMS (program names); each unset means all.
+ * RDMASHARE_CLIENT_PORTS=0 gives connections no port of their own.
  * RDMASHARE_DEBUG=1 tells on stderr what was decided.
  *
  * What cannot work: statically linked programs, system calls made without
@@ -60,6 +61,7 @@ struct rsp_real real;
 struct rsp_fd *fds;
 int nr_fds;
 static bool enabled, debug;
+bool client_ports = true;
 static struct rsp_rule ports[MAX_RULES], nets[MAX_RULES];
 static int nr_ports, nr_nets;
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -449,6 +451,8 @@ __attribute__((constructor)) static void rsp_init(void)
 	__atomic_store_n(&nr_fds, n, __ATOMIC_RELEASE);
 	parse_ports(conf("RDMASHARE_PORTS"));
 	parse_nets(conf("RDMASHARE_NETS"));
+	progs = conf("RDMASHARE_CLIENT_PORTS");
+	client_ports = !progs || strcmp(progs, "0");
 	progs = conf("RDMASHARE_PROGRAMS");
 	enabled = !progs || program_selected(progs);
 	say("%s for %s", enabled ? "on" : "off", program_invocation_short_name);

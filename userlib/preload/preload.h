@@ -39,6 +39,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -200,6 +201,7 @@ struct rsp_more *more_get(struct rsp_fd *e, int room);
 int swap_file(int fd, int nfd, int flags);
 
 /* preload.c */
+extern bool client_ports;
 const unsigned char *addr_of(const struct sockaddr *sa);
 bool is_acfile(int fd, int err);
 void neg_add(const struct sockaddr *sa, socklen_t len);
