@@ -546,11 +546,15 @@ void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashar
 /*
  * Pin @ac to @qp (taking over the caller's QP reference on success), give
  * it the receive slots it opens with, and queue its first control message.
+ * With @l, the listener of @ac's file that takes it, @ac joins @l's backlog
+ * in the same critical section, before its ACCEPT can go out: a peer whose
+ * connect() returned finds the connection to accept.
  * -ECONNRESET if the QP is down already, -ECONNABORTED if the AC was closed
- * meanwhile (its file is going away), -ENOBUFS if a version 1 or 2 AC finds
- * no slot.  From version 4 on, the file's data area is mapped for the QP's
- * device by now, if it can be: the first CONNECT or ACCEPT names the slots'
- * rkey, and the chunks go in place from the start.  A CONNECT maps it here,
+ * meanwhile (its file is going away), -ECONNREFUSED if @l stopped listening
+ * or its backlog filled, -ENOBUFS if a version 1 or 2 AC finds no slot.
+ * From version 4 on, the file's data area is mapped for the QP's device by
+ * now, if it can be: the first CONNECT or ACCEPT names the slots' rkey, and
+ * the chunks go in place from the start.  A CONNECT maps it here,
  * in the caller's context; an ACCEPT, sent from the completion handler,
  * finds what the LISTEN mapped (memreg.c).
  *
@@ -558,7 +562,7 @@ void rs_ac_addrs(struct rs_ac *ac, struct rdmashare_addr *local, struct rdmashar
  * holds to close it: either the close sees ac->qp set and rs_ac_finish()
  * unpins the AC, or the pin sees the AC closed and leaves it alone.
  */
-int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
+int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl, struct rs_ac *l)
 {
 	struct rs_dma_map *map = NULL;
 	struct rs_qp_group *spare;
@@ -579,12 +583,19 @@ int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl)
 		ret = -ECONNABORTED;
 	} else if (qp->state == RS_QP_DOWN) {
 		ret = -ECONNRESET;
+	} else if (l && (l->state != RS_AC_LISTEN || l->backlog_len >= l->backlog_max)) {
+		ret = -ECONNREFUSED;
 	} else if (!rs_rx_open_locked(ac, qp)) {
 		ret = -ENOBUFS;
 	} else {
 		ac->qp = qp;
 		ac->map = map;
 		rs_qp_pin_locked(qp, ac, &spare);
+		if (l) {
+			kref_get(&ac->ref);	/* the backlog's */
+			list_add_tail(&ac->backlog_node, &l->backlog);
+			l->backlog_len++;
+		}
 		rs_ac_ctrl(ac, ctrl);
 	}
 	spin_unlock(&qp->lock);

@@ -130,7 +130,7 @@ again:
 		return;
 	}
 	af->conn_qp = NULL;
-	err = rs_ac_pin(ac, qp, RS_CTRL_CONNECT);
+	err = rs_ac_pin(ac, qp, RS_CTRL_CONNECT, NULL);
 	rs_qp_unwait(qp);
 	if (!err)
 		return;		/* the QP's reference is the AC's now */
@@ -347,7 +347,7 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	rs_peer_put(peer);
 	if (!qp)
 		goto out_discard;
-	ret = rs_ac_pin(ac, qp, RS_CTRL_CONNECT);
+	ret = rs_ac_pin(ac, qp, RS_CTRL_CONNECT, NULL);
 	if (ret) {
 		rs_qp_unwait(qp);
 		rs_qp_put(qp);

@@ -390,30 +390,14 @@ static int rs_recv_connect_to(struct rs_qp *qp, const struct rs_proto_msg *m,
 	if (rs_ac_add_conn(ac))
 		goto out_discard;
 	kref_get(&qp->ref);
-	error = rs_ac_pin(ac, qp, RS_CTRL_ACCEPT);
+	error = rs_ac_pin(ac, qp, RS_CTRL_ACCEPT, l);
 	if (error) {
-		/* No slot for it, or the file is closing. */
+		/* No slot for it, the listener closed, or the file is closing. */
 		if (error != -ENOBUFS)
 			error = -ECONNREFUSED;
 		rs_qp_put(qp);
 		goto out_discard;
 	}
-	mutex_lock(&rf->ac_lock);
-	if (l->state != RS_AC_LISTEN) {
-		/*
-		 * The listener closed meanwhile.  Its ACCEPT may have gone out:
-		 * a CLOSE for the peer's end if so, a REJECT if not.
-		 */
-		mutex_unlock(&rf->ac_lock);
-		rs_ac_abort(ac);
-		rs_ac_del_from_file(ac);
-		rs_ac_put(ac);
-		return -ECONNREFUSED;
-	}
-	kref_get(&ac->ref);		/* the backlog's */
-	list_add_tail(&ac->backlog_node, &l->backlog);
-	l->backlog_len++;
-	mutex_unlock(&rf->ac_lock);
 	wake_up_all(&l->wait);
 	trace_rdmashare_ac_open(ac);
 	rs_ac_put(ac);

@@ -824,7 +824,7 @@ void rs_listeners_show(struct seq_file *m);
 
 /* ac.c: an AC's life, for send.c and recv.c */
 struct rs_ac *rs_ac_lookup_fid(struct rs_file *rf, u32 fid);
-int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl);
+int rs_ac_pin(struct rs_ac *ac, struct rs_qp *qp, u32 ctrl, struct rs_ac *l);
 void rs_ac_tell_closed(struct rs_ac *ac, bool answer);
 /**
  * struct rs_connect_to - where a CONNECT goes, and from which port

@@ -7,6 +7,9 @@
  *    AC file carries a stream both ways; the peer's address comes back.
  *  - accept4_flags: the AC file's flags are the accept's alone, never the
  *    listening file's; a non-blocking listening file's accept says EAGAIN.
+ *  - accept_once_connected: a connection whose connect() returned is there
+ *    for a non-blocking accept (the ACCEPT goes out after it is in the
+ *    backlog), 64 times over.
  *  - epoll_edge_and_level: epoll sees waiting connections level and edge
  *    triggered.
  *  - close_ends_listening: closing it refuses what waits (its peer reads the
@@ -170,6 +173,28 @@ TEST(accept4_flags)
 	EXPECT_EQ(EAGAIN, errno);
 	close(sfd);
 	close(cfd);
+	close(lfd);
+	rdmashare_close(c);
+}
+
+TEST(accept_once_connected)
+{
+	struct rdmashare *c;
+	int lfd, cfd, sfd, i;
+
+	c = client();
+	ASSERT_NE(NULL, c);
+	lfd = rdmashare_listen_fd(PORT + 10, 4, 0, RDMASHARE_FILE_NONBLOCK);
+	ASSERT_LE(0, lfd);
+	for (i = 0; i < 64; i++) {
+		cfd = connect_to(c, PORT + 10);
+		ASSERT_LE(0, cfd);
+		sfd = rdmashare_accept_fd(lfd, NULL, NULL, 0);
+		ASSERT_LE(0, sfd) TH_LOG("round %d: %s", i, strerror(-sfd));
+		EXPECT_TRUE(carries(cfd, sfd, "x", 1));
+		close(sfd);
+		close(cfd);
+	}
 	close(lfd);
 	rdmashare_close(c);
 }
