@@ -79,6 +79,12 @@ __attribute__((constructor)) static void early(void)
 	CHECK(getsockname(l, (struct sockaddr *)&sin, &len));
 	CHECK(c = socket(AF_INET, SOCK_STREAM, 0));
 	CHECK(connect(c, (struct sockaddr *)&sin, sizeof(sin)));
+	/*
+	 * The listener may take the handshake's last ACK after connect()
+	 * returned (a softirq deferred to ksoftirqd): wait for it.
+	 */
+	pfd = (struct pollfd){ .fd = l, .events = POLLIN };
+	CHECK(poll(&pfd, 1, 10000) == 1 ? 0 : -1);
 	CHECK(a = accept4(l, NULL, NULL, SOCK_CLOEXEC));
 	CHECK(getpeername(a, (struct sockaddr *)&sin, &len));
 	CHECK(fstat(a, &st));
