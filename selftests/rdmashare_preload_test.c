@@ -50,6 +50,9 @@
  *  - listen_again: listen() on a listener sets its backlog, and epoll takes
  *    it with EPOLLEXCLUSIVE, registered before listen() and after, as
  *    nginx asks.
+ *  - dup_listener: a listener's copies (dup, dup2, dup3, F_DUPFD) each
+ *    accept over rdmashare on their own, the others closed, and free the
+ *    port once all are closed.
  *  - nginx: nginx sends the file with sendfile(2) to curl, two workers on
  *    one listener, then each on its own (reuseport): over rdmashare, and
  *    nginx logs no alert; a plain curl reaches it over TCP.
@@ -660,6 +663,48 @@ static int nginx_with(const char *spre, const char *cpre, int workers, const cha
 		     "[ $c = 0 ] && cmp -s " IN " " OUT " && "
 		     "! grep -q '\\[alert\\]\\|\\[emerg\\]\\|\\[crit\\]' " NGINX_DIR "/error.log; }",
 		     workers, ip, NGINX_PORT, opts, spre, NGINX_PORT, NGINX_PORT, cpre, ip, NGINX_PORT);
+}
+
+TEST_F_TIMEOUT(pl, dup_listener, 60)
+{
+	/*
+	 * Copies of a listener by every call that makes one (dup, dup2,
+	 * dup3, fcntl and fcntl64 with F_DUPFD and F_DUPFD_CLOEXEC, Python's
+	 * socket.dup()), the original closed: each number accepts 256 KiB
+	 * over rdmashare, and keeps doing so after those before it are
+	 * closed; once all are, the port is free (the hidden halves went).
+	 */
+	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
+			   "import ctypes, errno, fcntl, os, socket\n"
+			   "libc = ctypes.CDLL(None, use_errno=True)\n"
+			   "l = socket.socket()\n"
+			   "l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+			   "l.bind((\"%s\", %d))\n"
+			   "l.listen()\n"
+			   "fd = l.fileno()\n"
+			   "nrs = [l.dup().detach(), libc.dup(fd), libc.dup2(fd, 60),\n"
+			   "       libc.dup3(fd, 61, os.O_CLOEXEC),\n"
+			   "       libc.fcntl(fd, fcntl.F_DUPFD, 70),\n"
+			   "       libc.fcntl64(fd, fcntl.F_DUPFD_CLOEXEC, 80)]\n"
+			   "assert min(nrs) >= 0 and nrs[2:] == [60, 61, 70, 80], nrs\n"
+			   "l.close()\n"
+			   "for nr in nrs:\n"
+			   "    s = socket.socket(fileno=nr)\n"
+			   "    s.settimeout(10)\n"
+			   "    c = socket.create_connection((\"%s\", %d))\n"
+			   "    a = s.accept()[0]\n"
+			   "    c.sendall(bytes(1 << 18))\n"
+			   "    c.close()\n"
+			   "    n = 0\n"
+			   "    while (b := a.recv(1 << 16)):\n"
+			   "        n += len(b)\n"
+			   "    assert n == 1 << 18, (nr, n)\n"
+			   "    a.close()\n"
+			   "    s.close()\n"
+			   "c = socket.socket()\n"
+			   "assert c.connect_ex((\"%s\", %d)) == errno.ECONNREFUSED\n"
+			   "'", run, ip, PORT, ip, PORT, ip, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 6 << 18);
 }
 
 TEST_F_TIMEOUT(pl, nginx, 180)

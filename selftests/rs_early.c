@@ -125,6 +125,10 @@ __attribute__((constructor)) static void early(void)
 	CHECK(fd = dup(p[0]));
 	CHECK(dup2(p[1], fd));
 	CHECK(dup3(p[0], fd, O_CLOEXEC));
+	CHECK(close(fd));
+	CHECK(fd = fcntl(p[0], F_DUPFD_CLOEXEC, 0));
+	CHECK(close(fd));
+	CHECK(fd = fcntl64(p[1], F_DUPFD, 0));
 	CHECK(shutdown(c, SHUT_RDWR));
 	/* Nothing waits now: EAGAIN. */
 	CHECK(accept(l, NULL, NULL) < 0 && errno == EAGAIN ? 0 : -1);

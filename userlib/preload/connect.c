@@ -207,7 +207,7 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 		return 1;
 	/* Not below half the limit, nor so high that the table grows for it. */
 	low = rl.rlim_cur / 2 < 64 ? 64 : rl.rlim_cur / 2 > 4096 ? 4096 : (long)rl.rlim_cur / 2;
-	tcp = fcntl(fd, F_DUPFD_CLOEXEC, low);
+	tcp = real.fcntl(fd, F_DUPFD_CLOEXEC, low);
 	if (tcp < 0 || !rsp(tcp)) {
 		if (tcp >= 0)
 			real.close(tcp);

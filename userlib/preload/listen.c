@@ -156,7 +156,7 @@ RSP_EXPORT int listen(int fd, int backlog)
 	/* The TCP listener moves; the program's number becomes the epoll. */
 	fl = fcntl(fd, F_GETFL);
 	fdfl = fcntl(fd, F_GETFD);
-	tcp = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	tcp = real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (tcp < 0 || ep < 0 || rsp(tcp) == NULL || rsp(l.file.fd) == NULL)
 		goto out_tcp_only;

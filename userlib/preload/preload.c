@@ -6,7 +6,8 @@
  * AF_INET and AF_INET6 SOCK_STREAM sockets that the policy selects over
  * to rdmashare, and leaves every other descriptor alone.  The descriptor
  * the program holds is the kernel's own file throughout, so that poll,
- * select, epoll, fork, dup and exec need nothing from here:
+ * select, epoll, fork, dup and exec need nothing from here but the table of
+ * what each number is (a listener's copy gets hidden halves of its own):
  *
  * - socket() makes the real TCP socket.  Until connect() or listen() it is
  *   nothing but that: bind, setsockopt and fcntl go to it.
@@ -318,40 +319,139 @@ RSP_EXPORT int close(int fd)
 	return real.close(fd);
 }
 
-RSP_EXPORT int dup2(int old, int new)
+/*
+ * Copies of a descriptor (dup(), dup2(), dup3(), F_DUPFD): the table says
+ * what the copy is.  A listener's copy gets copies of its own of the hidden
+ * halves, made before the descriptor's (EMFILE leaves the program's numbers
+ * as they were), so that each number accepts, and closes, on its own: the
+ * epoll instance that both numbers are watches the halves' files, which
+ * either number's copies keep open.
+ */
+static int halves_dup(int old, int *tcp, int *lfile)
 {
-	int ret;
+	struct rsp_fd *e = rsp(old);
+	int err;
 
-	ready();
-	if (old == new || kind(old) == RSP_LISTEN)
-		return real.dup2(old, new);
-	ret = real.dup2(old, new);
-	if (ret >= 0) {
+	*tcp = -1;
+	*lfile = -1;
+	if (kind(old) != RSP_LISTEN)
+		return 0;
+	*tcp = real.fcntl(e->tcp, F_DUPFD_CLOEXEC, 0);
+	*lfile = *tcp < 0 ? -1 : real.fcntl(e->lfile, F_DUPFD_CLOEXEC, 0);
+	if (*lfile >= 0 && rsp(*tcp) && rsp(*lfile))
+		return 0;
+	err = *lfile < 0 ? errno : EMFILE;
+	if (*tcp >= 0)
+		real.close(*tcp);
+	if (*lfile >= 0)
+		real.close(*lfile);
+	errno = err;
+	return -1;
+}
+
+/* @new (or -1, and errno) is @old's copy, with the halves @tcp and @lfile if a listener's. */
+static int copied(int old, int new, int tcp, int lfile)
+{
+	struct rsp_fd *o = rsp(old), *n;
+	int err = errno;
+
+	if (new >= 0)
 		forget(new);
-		if (rsp(old) && rsp(new))
-			rsp(new)->v6 = rsp(old)->v6;
+	n = rsp(new);
+	if (new < 0 || (tcp >= 0 && !n)) {
+		if (tcp >= 0) {
+			real.close(tcp);
+			real.close(lfile);
+		}
+		errno = err;
+		return new;
+	}
+	if (o && n) {
+		n->v6 = o->v6;
+		n->opts = o->opts;
+		n->sndbuf = o->sndbuf;
+	}
+	if (tcp >= 0) {
+		n->tcp = tcp;
+		n->lfile = lfile;
+		n->turn = o->turn;
+		set_kind(new, RSP_LISTEN);
+	} else {
 		/* A copy of a connecting one does not go back to TCP. */
 		set_kind(new, kind(old) == RSP_CONNECTING ? RSP_ACFILE : kind(old));
 	}
-	return ret;
+	return new;
+}
+
+RSP_EXPORT int dup(int old)
+{
+	int tcp, lfile;
+
+	ready();
+	if (halves_dup(old, &tcp, &lfile))
+		return -1;
+	return copied(old, real.dup(old), tcp, lfile);
+}
+
+RSP_EXPORT int dup2(int old, int new)
+{
+	int tcp, lfile;
+
+	ready();
+	if (old == new)
+		return real.dup2(old, new);
+	if (halves_dup(old, &tcp, &lfile))
+		return -1;
+	return copied(old, real.dup2(old, new), tcp, lfile);
 }
 
 RSP_EXPORT int dup3(int old, int new, int flags)
 {
-	int ret;
+	int tcp, lfile;
 
 	ready();
-	if (kind(old) == RSP_LISTEN)
+	if (old == new)
 		return real.dup3(old, new, flags);
-	ret = real.dup3(old, new, flags);
-	if (ret >= 0) {
-		forget(new);
-		if (rsp(old) && rsp(new))
-			rsp(new)->v6 = rsp(old)->v6;
-		/* A copy of a connecting one does not go back to TCP. */
-		set_kind(new, kind(old) == RSP_CONNECTING ? RSP_ACFILE : kind(old));
-	}
-	return ret;
+	if (halves_dup(old, &tcp, &lfile))
+		return -1;
+	return copied(old, real.dup3(old, new, flags), tcp, lfile);
+}
+
+/* fcntl() and fcntl64(), by @fn: F_DUPFD and F_DUPFD_CLOEXEC make copies. */
+static int fcntl_with(int (*fn)(int, int, ...), int fd, int cmd, void *arg)
+{
+	int tcp, lfile;
+
+	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
+		return fn(fd, cmd, arg);
+	if (halves_dup(fd, &tcp, &lfile))
+		return -1;
+	return copied(fd, fn(fd, cmd, arg), tcp, lfile);
+}
+
+/* The argument is an int or a pointer, by @cmd: glibc takes it as a pointer too. */
+RSP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	ready();
+	return fcntl_with(real.fcntl, fd, cmd, arg);
+}
+
+RSP_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	ready();
+	return fcntl_with(real.fcntl64 ?: real.fcntl, fd, cmd, arg);
 }
 
 /*
@@ -388,6 +488,7 @@ static void resolve_all(void)
 	RESOLVE(accept);
 	RESOLVE(accept4);
 	RESOLVE(close);
+	RESOLVE(dup);
 	RESOLVE(dup2);
 	RESOLVE(dup3);
 	RESOLVE(shutdown);
@@ -415,6 +516,8 @@ static void resolve_all(void)
 	RESOLVE(epoll_pwait2);
 	RESOLVE(fstat);
 	RESOLVE(fstat64);
+	RESOLVE(fcntl);
+	RESOLVE(fcntl64);
 	__atomic_store_n(&rsp_resolved, true, __ATOMIC_RELEASE);
 }
 

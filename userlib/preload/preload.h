@@ -122,6 +122,7 @@ struct rsp_real {
 	int (*accept)(int, struct sockaddr *, socklen_t *);
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*close)(int);
+	int (*dup)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
 	int (*shutdown)(int, int);
@@ -151,6 +152,8 @@ struct rsp_real {
 			    const sigset_t *);
 	int (*fstat)(int, struct stat *);
 	int (*fstat64)(int, struct stat64 *);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
 };
 
 extern struct rsp_real real;
