@@ -670,9 +670,11 @@ TEST_F_TIMEOUT(pl, dup_listener, 60)
 	/*
 	 * Copies of a listener by every call that makes one (dup, dup2,
 	 * dup3, fcntl and fcntl64 with F_DUPFD and F_DUPFD_CLOEXEC, Python's
-	 * socket.dup()), the original closed: each number accepts 256 KiB
-	 * over rdmashare, and keeps doing so after those before it are
-	 * closed; once all are, the port is free (the hidden halves went).
+	 * socket.dup()), dup() taking the lowest free number as it must
+	 * (the hidden halves go higher), the original closed: each number
+	 * accepts 256 KiB over rdmashare, and keeps doing so after those
+	 * before it are closed; once all are, the port is free (the hidden
+	 * halves went).
 	 */
 	ASSERT_EQ(0, rs_sh("timeout 30 %s python3 -c '\n"
 			   "import ctypes, errno, fcntl, os, socket\n"
@@ -682,11 +684,14 @@ TEST_F_TIMEOUT(pl, dup_listener, 60)
 			   "l.bind((\"%s\", %d))\n"
 			   "l.listen()\n"
 			   "fd = l.fileno()\n"
-			   "nrs = [l.dup().detach(), libc.dup(fd), libc.dup2(fd, 60),\n"
+			   "low = os.open(\"/dev/null\", os.O_RDONLY)\n"
+			   "os.close(low)\n"
+			   "nrs = [libc.dup(fd), l.dup().detach(), libc.dup2(fd, 60),\n"
 			   "       libc.dup3(fd, 61, os.O_CLOEXEC),\n"
 			   "       libc.fcntl(fd, fcntl.F_DUPFD, 70),\n"
 			   "       libc.fcntl64(fd, fcntl.F_DUPFD_CLOEXEC, 80)]\n"
-			   "assert min(nrs) >= 0 and nrs[2:] == [60, 61, 70, 80], nrs\n"
+			   "assert nrs[0] == low and nrs[2:] == [60, 61, 70, 80], (low, nrs)\n"
+			   "assert nrs[1] >= 0, nrs\n"
 			   "l.close()\n"
 			   "for nr in nrs:\n"
 			   "    s = socket.socket(fileno=nr)\n"

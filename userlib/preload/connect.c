@@ -199,20 +199,13 @@ static int rdma_connect_nb(int fd, const struct sockaddr *to, const struct socka
 	};
 	struct rsp_fd *e = rsp(fd);
 	struct rsp_more *m;
-	struct rlimit rl;
 	int tcp, fdfl, err;
-	long low;
 
-	if (__atomic_load_n(&nb_old, __ATOMIC_RELAXED) || !e || getrlimit(RLIMIT_NOFILE, &rl))
+	if (__atomic_load_n(&nb_old, __ATOMIC_RELAXED) || !e)
 		return 1;
-	/* Not below half the limit, nor so high that the table grows for it. */
-	low = rl.rlim_cur / 2 < 64 ? 64 : rl.rlim_cur / 2 > 4096 ? 4096 : (long)rl.rlim_cur / 2;
-	tcp = real.fcntl(fd, F_DUPFD_CLOEXEC, low);
-	if (tcp < 0 || !rsp(tcp)) {
-		if (tcp >= 0)
-			real.close(tcp);
+	tcp = hide_fd(fd);
+	if (tcp < 0)
 		return 1;
-	}
 	fdfl = fcntl(fd, F_GETFD);
 	c.file.flags = RDMASHARE_FILE_CLOEXEC | RDMASHARE_FILE_NONBLOCK;
 	err = connect_ioctl(fd, &c, to);

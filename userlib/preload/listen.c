@@ -156,7 +156,13 @@ RSP_EXPORT int listen(int fd, int backlog)
 	/* The TCP listener moves; the program's number becomes the epoll. */
 	fl = fcntl(fd, F_GETFL);
 	fdfl = fcntl(fd, F_GETFD);
-	tcp = real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	tcp = hide_fd(fd);
+	/* The halves where the program does not look (a dup2() to 3). */
+	lfd = hide_fd(l.file.fd);
+	if (lfd >= 0) {
+		real.close(l.file.fd);
+		l.file.fd = lfd;
+	}
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (tcp < 0 || ep < 0 || rsp(tcp) == NULL || rsp(l.file.fd) == NULL)
 		goto out_tcp_only;

@@ -320,53 +320,75 @@ RSP_EXPORT int close(int fd)
 }
 
 /*
+ * A copy of @fd, close-on-exec, for the preload's own use: at a number a
+ * program is not likely to ask for (not below half the file limit, 64 to
+ * 4096), nor so high that the table has no entry for it.  -1 and errno.
+ */
+int hide_fd(int fd)
+{
+	struct rlimit rl;
+	long low = 64;
+	int n;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl))
+		low = rl.rlim_cur / 2 < 64 ? 64 : rl.rlim_cur / 2 > 4096 ? 4096 :
+		      (long)rl.rlim_cur / 2;
+	n = real.fcntl(fd, F_DUPFD_CLOEXEC, low);
+	if (n >= 0 && !rsp(n)) {
+		real.close(n);
+		errno = EMFILE;
+		return -1;
+	}
+	return n;
+}
+
+/*
  * Copies of a descriptor (dup(), dup2(), dup3(), F_DUPFD): the table says
- * what the copy is.  A listener's copy gets copies of its own of the hidden
- * halves, made before the descriptor's (EMFILE leaves the program's numbers
- * as they were), so that each number accepts, and closes, on its own: the
- * epoll instance that both numbers are watches the halves' files, which
- * either number's copies keep open.
+ * what the copy is.  A listener's copy gets hidden halves of its own, so
+ * that each number accepts, and closes, on its own: the epoll instance
+ * that both numbers are watches the halves' files, which either number's
+ * halves keep open.  Made before the copy where the copy replaces a
+ * number (dup2(), dup3()), after it where it takes a free one; if they
+ * cannot be, the call fails with EMFILE and the program's numbers are as
+ * they were.
  */
 static int halves_dup(int old, int *tcp, int *lfile)
 {
 	struct rsp_fd *e = rsp(old);
 	int err;
 
-	*tcp = -1;
 	*lfile = -1;
-	if (kind(old) != RSP_LISTEN)
+	*tcp = hide_fd(e->tcp);
+	if (*tcp >= 0)
+		*lfile = hide_fd(e->lfile);
+	if (*lfile >= 0)
 		return 0;
-	*tcp = real.fcntl(e->tcp, F_DUPFD_CLOEXEC, 0);
-	*lfile = *tcp < 0 ? -1 : real.fcntl(e->lfile, F_DUPFD_CLOEXEC, 0);
-	if (*lfile >= 0 && rsp(*tcp) && rsp(*lfile))
-		return 0;
-	err = *lfile < 0 ? errno : EMFILE;
+	err = errno;
 	if (*tcp >= 0)
 		real.close(*tcp);
-	if (*lfile >= 0)
-		real.close(*lfile);
 	errno = err;
 	return -1;
 }
 
-/* @new (or -1, and errno) is @old's copy, with the halves @tcp and @lfile if a listener's. */
-static int copied(int old, int new, int tcp, int lfile)
+/*
+ * @new is @old's copy now, with the halves @tcp and @lfile if a listener's
+ * (-1 if not).  What @new was goes from the table, and with it a
+ * listener's halves if @new was open: a number that was free may have an
+ * entry left by a raw close(), whose halves' numbers are not its own now.
+ */
+static void copied(int old, int new, bool was_open, int tcp, int lfile)
 {
-	struct rsp_fd *o = rsp(old), *n;
-	int err = errno;
+	struct rsp_fd *o = rsp(old), *n = rsp(new);
 
-	if (new >= 0)
+	if (was_open) {
 		forget(new);
-	n = rsp(new);
-	if (new < 0 || (tcp >= 0 && !n)) {
-		if (tcp >= 0) {
-			real.close(tcp);
-			real.close(lfile);
-		}
-		errno = err;
-		return new;
+	} else {
+		set_kind(new, RSP_NONE);
+		more_drop(new);
 	}
-	if (o && n) {
+	if (!n)
+		return;
+	if (o) {
 		n->v6 = o->v6;
 		n->opts = o->opts;
 		n->sndbuf = o->sndbuf;
@@ -380,53 +402,79 @@ static int copied(int old, int new, int tcp, int lfile)
 		/* A copy of a connecting one does not go back to TCP. */
 		set_kind(new, kind(old) == RSP_CONNECTING ? RSP_ACFILE : kind(old));
 	}
+}
+
+/* @new, a free number that @old's copy took (or -1): its table entry. */
+static int copied_free(int old, int new)
+{
+	int tcp = -1, lfile = -1;
+
+	if (new >= 0 && kind(old) == RSP_LISTEN &&
+	    (!rsp(new) || halves_dup(old, &tcp, &lfile))) {
+		real.close(new);
+		errno = EMFILE;
+		return -1;
+	}
+	if (new >= 0)
+		copied(old, new, false, tcp, lfile);
 	return new;
 }
 
 RSP_EXPORT int dup(int old)
 {
-	int tcp, lfile;
-
 	ready();
-	if (halves_dup(old, &tcp, &lfile))
-		return -1;
-	return copied(old, real.dup(old), tcp, lfile);
+	return copied_free(old, real.dup(old));
+}
+
+/* dup2() with @flags -1, dup3() with others. */
+static int dup_to(int old, int new, int flags)
+{
+	int tcp = -1, lfile = -1, ret;
+	bool was_open;
+
+	if (kind(old) == RSP_LISTEN) {
+		if (!rsp(new)) {
+			errno = EMFILE;
+			return -1;
+		}
+		if (halves_dup(old, &tcp, &lfile))
+			return -1;
+	}
+	was_open = real.fcntl(new, F_GETFD) >= 0;
+	ret = flags < 0 ? real.dup2(old, new) : real.dup3(old, new, flags);
+	if (ret < 0 && tcp >= 0) {
+		flags = errno;
+		real.close(tcp);
+		real.close(lfile);
+		errno = flags;
+	}
+	if (ret >= 0)
+		copied(old, new, was_open, tcp, lfile);
+	return ret;
 }
 
 RSP_EXPORT int dup2(int old, int new)
 {
-	int tcp, lfile;
-
 	ready();
 	if (old == new)
 		return real.dup2(old, new);
-	if (halves_dup(old, &tcp, &lfile))
-		return -1;
-	return copied(old, real.dup2(old, new), tcp, lfile);
+	return dup_to(old, new, -1);
 }
 
 RSP_EXPORT int dup3(int old, int new, int flags)
 {
-	int tcp, lfile;
-
 	ready();
-	if (old == new)
+	if (old == new || flags < 0)
 		return real.dup3(old, new, flags);
-	if (halves_dup(old, &tcp, &lfile))
-		return -1;
-	return copied(old, real.dup3(old, new, flags), tcp, lfile);
+	return dup_to(old, new, flags);
 }
 
 /* fcntl() and fcntl64(), by @fn: F_DUPFD and F_DUPFD_CLOEXEC make copies. */
 static int fcntl_with(int (*fn)(int, int, ...), int fd, int cmd, void *arg)
 {
-	int tcp, lfile;
-
 	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
 		return fn(fd, cmd, arg);
-	if (halves_dup(fd, &tcp, &lfile))
-		return -1;
-	return copied(fd, fn(fd, cmd, arg), tcp, lfile);
+	return copied_free(fd, fn(fd, cmd, arg));
 }
 
 /* The argument is an int or a pointer, by @cmd: glibc takes it as a pointer too. */

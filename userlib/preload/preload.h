@@ -207,6 +207,7 @@ int swap_file(int fd, int nfd, int flags);
 extern bool client_ports;
 const unsigned char *addr_of(const struct sockaddr *sa);
 bool is_acfile(int fd, int err);
+int hide_fd(int fd);
 void neg_add(const struct sockaddr *sa, socklen_t len);
 bool neg_cached(const struct sockaddr *sa);
 unsigned int port_of(const struct sockaddr *sa);
