@@ -321,19 +321,27 @@ RSP_EXPORT int close(int fd)
 
 /*
  * A copy of @fd, close-on-exec, for the preload's own use: at a number a
- * program is not likely to ask for (not below half the file limit, 64 to
- * 4096), nor so high that the table has no entry for it.  -1 and errno.
+ * program is not likely to ask for (half the file limit, 64 to 4096), but
+ * one the table has an entry for (a program may have raised its limit past
+ * the table's size, as redis-server does), the lowest free one if none
+ * there is.  -1 and errno.
  */
 int hide_fd(int fd)
 {
+	long low = 64, max = __atomic_load_n(&nr_fds, __ATOMIC_ACQUIRE);
 	struct rlimit rl;
-	long low = 64;
 	int n;
 
 	if (!getrlimit(RLIMIT_NOFILE, &rl))
 		low = rl.rlim_cur / 2 < 64 ? 64 : rl.rlim_cur / 2 > 4096 ? 4096 :
 		      (long)rl.rlim_cur / 2;
+	if (low > max / 2)
+		low = max / 2;
 	n = real.fcntl(fd, F_DUPFD_CLOEXEC, low);
+	if (n >= 0 && !rsp(n)) {
+		real.close(n);
+		n = real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	}
 	if (n >= 0 && !rsp(n)) {
 		real.close(n);
 		errno = EMFILE;
