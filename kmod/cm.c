@@ -35,8 +35,9 @@ MODULE_PARM_DESC(cm_port, "rdma_cm port rdmashare listens on and connects to (18
 
 /*
  * Private data of the REQ and of the REP: the newest protocol version the
- * active side speaks, and in the REP the one the passive side chose (the
- * lower of the two newest); from version 2, the size of the sender's
+ * active side offers (proto_version in sysfs, RS_PROTO_VERSION unless an
+ * administrator lowered it), and in the REP the one the passive side chose
+ * (the lower of the two sides' offers); from version 2, the size of the sender's
  * receive buffers, which bounds a batch (proto.h).  Version 1 sends the
  * first four bytes only.
  */
@@ -50,16 +51,18 @@ struct rs_cm_priv {
 
 /*
  * The version and the peer's receive buffer size from its private data;
- * @newest is the newest the other side allows (the REP must not exceed the
- * REQ's).  A peer that sends none, an older version than this host speaks,
- * or receive buffers too small for a control record is refused.
+ * @newest is the newest this host offers (a REQ's version above it is
+ * lowered to it).  A peer that sends none, an older version than this host
+ * speaks, a REP whose version exceeds the REQ's (@rep), or receive buffers
+ * too small for a control record is refused.
  */
-static int rs_cm_priv_parse(struct rs_qp *qp, const void *data, u8 len, u8 newest)
+static int rs_cm_priv_parse(struct rs_qp *qp, const void *data, u8 len, u8 newest, bool rep)
 {
 	const struct rs_cm_priv *priv = data;
 	u32 rx_size;
 
-	if (!data || len < RS_CM_PRIV_V1_LEN || priv->version < RS_PROTO_VERSION_MIN)
+	if (!data || len < RS_CM_PRIV_V1_LEN || priv->version < RS_PROTO_VERSION_MIN ||
+	    (rep && priv->version > newest))
 		return -EPROTO;
 	qp->version = min(priv->version, newest);
 	qp->peer_rx_size = 0;
@@ -142,7 +145,8 @@ static int rs_cm_connect_req(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	 */
 	memcpy(&qp->local, &id->route.addr.src_addr, sizeof(qp->local));
 	id->context = qp;
-	ret = rs_cm_priv_parse(qp, priv, ev->param.conn.private_data_len, RS_PROTO_VERSION);
+	ret = rs_cm_priv_parse(qp, priv, ev->param.conn.private_data_len,
+			       READ_ONCE(rs_proto_version), false);
 	if (ret) {
 		pr_warn_ratelimited("rejected %pISc: bad protocol parameters\n", src);
 		goto out_unlock;
@@ -248,7 +252,9 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		ret = rs_qp_create_ib(qp);
 		mutex_unlock(&rs_peers_lock);
 		if (!ret) {
-			rs_cm_priv_init(qp, RS_PROTO_VERSION, &priv, &param);
+			/* What this host offers, the most the REP may choose. */
+			qp->version = READ_ONCE(rs_proto_version);
+			rs_cm_priv_init(qp, qp->version, &priv, &param);
 			param.qp_num = qp->qp_num;
 			param.srq = 1;
 			param.rnr_retry_count = RS_RNR_RETRY_COUNT;
@@ -266,7 +272,7 @@ static int rs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			break;
 		}
 		ret = rs_cm_priv_parse(qp, ev->param.conn.private_data,
-				       ev->param.conn.private_data_len, RS_PROTO_VERSION);
+				       ev->param.conn.private_data_len, qp->version, true);
 		if (ret)
 			pr_warn_ratelimited("QP %u: the peer's REP has bad protocol parameters\n",
 					    qp->qp_num);

@@ -89,11 +89,11 @@ static int rs_debugfs_peer_show(struct seq_file *m, void *v)
 		quar = 0;
 		list_for_each_entry(ac, &qp->quarantined, quar_node)
 			quar++;
-		seq_printf(m, "qp %u %s %s%s acs %u inflight %u inflight_bytes %u tx_free %u quarantined %u drain_kBps %u\n",
+		seq_printf(m, "qp %u %s %s%s acs %u inflight %u inflight_bytes %u tx_free %u quarantined %u drain_kBps %u version %u\n",
 			   qp->qp_num, rs_qp_state_name(qp->state),
 			   qp->active ? "active" : "passive", qp->loop ? " loop" : "",
 			   qp->nr_acs, qp->tx_inflight, qp->tx_inflight_bytes,
-			   qp->nr_tx_free, quar, qp->drain.rate);
+			   qp->nr_tx_free, quar, qp->drain.rate, READ_ONCE(qp->version));
 		list_for_each_entry(ac, &qp->acs, qp_node)
 			rs_debugfs_show_ac(m, ac);
 		spin_unlock_irq(&qp->lock);

@@ -324,6 +324,7 @@ int rs_params_check(void);
 #define RS_TX_WRS_MAX		(1 + RS_TX_MAX_WRITES + RS_TX_MAX_REGS)
 extern unsigned int rs_max_acs_per_file;
 extern unsigned int rs_qps_per_peer;
+extern unsigned int rs_proto_version;
 extern unsigned int rs_idle_timeout_ms;
 extern const struct attribute_group rs_tunables_group;
 extern unsigned int rs_sched_quantum;

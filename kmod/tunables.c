@@ -19,6 +19,8 @@
 
 /* Shared QPs to open to each peer. */
 unsigned int rs_qps_per_peer = 1;
+/* The newest protocol version this host offers a peer (cm.c). */
+unsigned int rs_proto_version = RS_PROTO_VERSION;
 /* A QP without ACs for this long is disconnected, ms; 0: never. */
 unsigned int rs_idle_timeout_ms = 60000;
 /* ACs (listening, connecting, open, accepted) one file may hold. */
@@ -169,6 +171,8 @@ static ssize_t rs_tunable_store(struct device *dev, struct device_attribute *att
 
 /* Applies to ACs connected after the write. */
 RS_TUNABLE(qps_per_peer, rs_qps_per_peer, 1, RS_QPS_PER_PEER_MAX, NULL);
+/* Applies to QPs set up after the write; those up keep their version. */
+RS_TUNABLE(proto_version, rs_proto_version, RS_PROTO_VERSION_MIN, RS_PROTO_VERSION, NULL);
 /* Applies at once: every idle QP's timer restarts with the new value. */
 RS_TUNABLE(idle_timeout_ms, rs_idle_timeout_ms, 0, 24 * 3600 * 1000, rs_peers_idle_changed);
 
@@ -244,6 +248,7 @@ static DEVICE_ATTR_RW(sched_mode);
 
 static struct attribute *rs_tunable_attrs[] = {
 	&rs_tunable_qps_per_peer.attr.attr,
+	&rs_tunable_proto_version.attr.attr,
 	&rs_tunable_idle_timeout_ms.attr.attr,
 	&rs_tunable_max_acs_per_file.attr.attr,
 	&rs_tunable_sched_quantum.attr.attr,

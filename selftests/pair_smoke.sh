@@ -5,7 +5,8 @@
 # guest, "peer" on the second.  Each guest checks that rdmashare sees its
 # rxe device; then rs-pingpong runs across the emulated link over IPv4 and
 # over IPv6, every byte verified, and the client checks that its ACs shared
-# the rdmashare QP to the peer.
+# the rdmashare QP to the peer.  Over IPv6 the client offers the previous
+# protocol version, as a host not yet upgraded would, and the QP speaks it.
 
 set -u
 role=$1
@@ -41,8 +42,21 @@ client)
 		done
 		return 1
 	}
+	v=/sys/class/misc/rdmashare/proto_version
+	peers=/sys/kernel/debug/rdmashare/peers
+	newest=$(cat $v) || fail "no proto_version"
 	run "$RS_PEER_IP" 7100 || fail "rs-pingpong over IPv4"
-	run "$RS_PEER_IP6" 7101 || fail "rs-pingpong over IPv6"
+	grep -q "^qp .* version $newest$" "$peers/$RS_PEER_IP" ||
+		fail "the IPv4 QP does not speak version $newest"
+	# A host of the previous protocol version against today's: this end
+	# offers one version less (proto_version) as the IPv6 QP is set up,
+	# and the QP must speak it.
+	trap 'echo $newest >$v' EXIT
+	echo $((newest - 1)) >$v || fail "proto_version $((newest - 1))"
+	run "$RS_PEER_IP6" 7101 || fail "rs-pingpong over IPv6 (protocol $((newest - 1)))"
+	echo "$newest" >$v
+	grep -q "^qp .* version $((newest - 1))$" $peers/*:* ||
+		fail "the IPv6 QP does not speak version $((newest - 1)): $(cat $peers/*:*)"
 	;;
 *) fail "unknown role" ;;
 esac

@@ -23,6 +23,10 @@
  *  - max_data_size: bad writes (unaligned, under the default data area)
  *    refused; SETUP above a lowered limit fails with EINVAL, at it works;
  *  - max_backlog: a LISTEN asking for more fails with EINVAL, at it works;
+ *  - proto_version: bad writes refused; for every version from the newest
+ *    down to 1, the QPs set up after a write speak it (debugfs), and an AC
+ *    carries messages of one and of several chunks both ways over them;
+ *    the newest again at the end, on new QPs;
  *  - cq_depth: bad writes (under what a QP needs) refused; QPs set up
  *    after a write have CQs of that many entries ("rdma resource show
  *    cq"), and of what they need with 0.
@@ -43,6 +47,7 @@
 #define DATAMAX_PATH	RS_SYSFS "/max_data_size"
 #define CQ_PATH		RS_SYSFS "/cq_depth"
 #define BACKLOG_PATH	RS_SYSFS "/max_backlog"
+#define VERSION_PATH	RS_SYSFS "/proto_version"
 
 static struct sockaddr_in addr_of(unsigned int port)
 {
@@ -108,6 +113,8 @@ FIXTURE(tun) {
 	char datamax[32];
 	char cq[32];
 	char backlog[32];
+	char version[32];
+	struct rdmashare *rs;	/* proto_version's, closed here */
 };
 
 FIXTURE_SETUP(tun)
@@ -119,10 +126,23 @@ FIXTURE_SETUP(tun)
 	ASSERT_EQ(0, rs_read_file(DATAMAX_PATH, self->datamax, sizeof(self->datamax)));
 	ASSERT_EQ(0, rs_read_file(CQ_PATH, self->cq, sizeof(self->cq)));
 	ASSERT_EQ(0, rs_read_file(BACKLOG_PATH, self->backlog, sizeof(self->backlog)));
+	ASSERT_EQ(0, rs_read_file(VERSION_PATH, self->version, sizeof(self->version)));
 }
 
 FIXTURE_TEARDOWN(tun)
 {
+	/*
+	 * proto_version's QPs, of any version if it failed: the version put
+	 * back first, then its ACs closed and its QPs taken down, so that
+	 * later tests set up QPs of the newest.
+	 */
+	if (self->rs) {
+		rs_write_file(VERSION_PATH, self->version);
+		rdmashare_close(self->rs);
+		rs_write_file(IDLE_PATH, "100");
+		if (rs_wait_qps(0, 30))
+			fprintf(stderr, "# tun teardown: QPs still up\n");
+	}
 	rs_write_file(QPS_PATH, self->qps);
 	rs_write_file(IDLE_PATH, self->idle);
 	rs_write_file(MAXACS_PATH, self->maxacs);
@@ -222,6 +242,99 @@ TEST_F(tun, max_data_size)
 	p.data_size = 8 << 20;
 	EXPECT_EQ(0, rdmashare_setup(rs, &p));
 	rdmashare_close(rs);
+}
+
+/* @len bytes from AC @from to AC @to of @rs, as one message, checked. */
+static int long_message(struct rdmashare *rs, int from, int to, size_t len, unsigned int seed)
+{
+	char *out = malloc(len), *in = malloc(len);
+	ssize_t n = -1;
+	size_t i;
+
+	if (!out || !in)
+		goto out;
+	for (i = 0; i < len; i++)
+		out[i] = (char)(i * 7 + seed);
+	n = rdmashare_send(rs, from, out, len);
+	if (!n)
+		n = rdmashare_recv(rs, to, in, len, 20000);
+	if (n >= 0)
+		n = n == (ssize_t)len && !memcmp(in, out, len) ? 0 : -1000;
+out:
+	free(out);
+	free(in);
+	return n;
+}
+
+/* The QPs of the host's own peer that speak @version, as debugfs lists them. */
+static int qps_speaking(unsigned int version)
+{
+	char path[256], want[32], buf[16384], *p, *eol;
+	int fd, n, qps = 0;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/rdmashare/peers/%s",
+		 getenv("RS_IP") ?: "127.0.0.1");
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	snprintf(want, sizeof(want), " version %u\n", version);
+	for (p = buf; (p = strstr(p, "\nqp ")); p++) {
+		eol = strchr(p + 1, '\n');
+		if (eol && !strncmp(eol - strlen(want) + 1, want, strlen(want)))
+			qps++;
+	}
+	return qps;
+}
+
+/* New QPs, speaking @version: an AC over them carries what it is given. */
+static void speaks(struct __test_metadata *_metadata, struct rdmashare *rs, int l,
+		   unsigned int version)
+{
+	char v[16];
+	int c, s, n;
+
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "100"));
+	ASSERT_EQ(0, rs_wait_qps(0, 30));
+	snprintf(v, sizeof(v), "%u", version);
+	ASSERT_EQ(0, rs_write_file(VERSION_PATH, v));
+	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "60000"));
+	ASSERT_EQ(0, pair(rs, l, &c, &s));
+	EXPECT_EQ(2, qps_speaking(version)) TH_LOG("version %u", version);
+	for (n = 0; n < 8; n++) {
+		EXPECT_EQ(0, one_message(rs, c, s, n)) TH_LOG("version %u", version);
+		EXPECT_EQ(0, one_message(rs, s, c, n)) TH_LOG("version %u", version);
+	}
+	/* Several chunks (chunk_size is 16 KiB by default) each way. */
+	EXPECT_EQ(0, long_message(rs, c, s, 100000, version)) TH_LOG("version %u", version);
+	EXPECT_EQ(0, long_message(rs, s, c, 100000, version)) TH_LOG("version %u", version);
+	EXPECT_EQ(0, unpair(rs, c, s)) TH_LOG("version %u", version);
+}
+
+TEST_F_TIMEOUT(tun, proto_version, 300)
+{
+	static const char *const bad[] = { "0", "-1", "x", "\n", "7 7" };
+	unsigned int newest = atoi(self->version), v;
+	struct rdmashare *rs;
+	char over[16];
+	int l;
+
+	rs = self->rs = rs_open_setup(1 << 20, 64);
+	ASSERT_NE(NULL, rs);
+	ASSERT_LE(7, newest);
+	EXPECT_EQ(0, refuses(VERSION_PATH, bad, sizeof(bad) / sizeof(bad[0])));
+	snprintf(over, sizeof(over), "%u", newest + 1);
+	EXPECT_EQ(-EINVAL, rs_write_file(VERSION_PATH, over));
+	l = rdmashare_listen(rs, PORT, 4);
+	ASSERT_LE(0, l);
+	for (v = newest - 1; v >= 1; v--)
+		speaks(_metadata, rs, l, v);
+	/* And the newest again. */
+	speaks(_metadata, rs, l, newest);
 }
 
 TEST_F(tun, max_backlog)
@@ -438,8 +551,8 @@ TEST_F(tun, every_tunable)
 	}
 	closedir(d);
 	free(longv);
-	/* Thirty tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
-	EXPECT_EQ(30, n);
+	/* Thirty-one tunables (Documentation/ABI/testing/sysfs-class-misc-rdmashare). */
+	EXPECT_EQ(31, n);
 }
 
 TEST_F(tun, tunable_unprivileged)

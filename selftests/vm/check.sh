@@ -20,7 +20,8 @@
 #   vm-debug  KUnit and kselftests in the debug kernel (KASAN, lockdep,
 #             kmemleak)
 #   vm-pair-debug  two debug guests on one emulated link: rs-pingpong over
-#             IPv4 and IPv6; nc, socat, iperf3, sockperf and redis under
+#             IPv4 and IPv6 (there from a client of the previous protocol
+#             version); nc, socat, iperf3, sockperf and redis under
 #             rdmashare-run from one guest to the other, over rdmashare, and
 #             over TCP with one side plain or the peer's module unloaded
 #             (pair_preload.sh); the peer's link down for 20 s under a
