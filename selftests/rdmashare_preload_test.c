@@ -53,6 +53,8 @@
  *  - dup_listener: a listener's copies (dup, dup2, dup3, F_DUPFD) each
  *    accept over rdmashare on their own, the others closed, and free the
  *    port once all are closed.
+ *  - raised_limit: a program that raises its file limit listens and
+ *    connects on numbers past the one it started with, over rdmashare.
  *  - nginx: nginx sends the file with sendfile(2) to curl, two workers on
  *    one listener, then each on its own (reuseport): over rdmashare, and
  *    nginx logs no alert; a plain curl reaches it over TCP.
@@ -710,6 +712,32 @@ TEST_F_TIMEOUT(pl, dup_listener, 60)
 			   "assert c.connect_ex((\"%s\", %d)) == errno.ECONNREFUSED\n"
 			   "'", run, ip, PORT, ip, PORT, ip, PORT));
 	check_moved(_metadata, self->rs0, self->tcp0, true, 6 << 18);
+}
+
+TEST_F_TIMEOUT(pl, raised_limit, 60)
+{
+	/*
+	 * A program that starts with a file limit of 1024 and raises it
+	 * (redis-server does) listens and connects on numbers past 1024:
+	 * the preload's table has them, and 1 MiB goes over rdmashare.
+	 */
+	ASSERT_EQ(0, rs_sh("ulimit -n 1024 && timeout 30 env RDMASHARE_DEBUG=1 %s python3 -c '\n"
+			   "import os, resource, socket, threading\n"
+			   "resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))\n"
+			   "def high(s, nr):\n"
+			   "    os.dup2(s.detach(), nr)\n"
+			   "    return socket.socket(fileno=nr)\n"
+			   "l = high(socket.socket(), 5000)\n"
+			   "l.bind((\"%s\", %d))\n"
+			   "l.listen()\n"
+			   "c = high(socket.socket(), 6000)\n"
+			   "c.connect((\"%s\", %d))\n"
+			   "l.settimeout(10)\n"
+			   "a = l.accept()[0]\n"
+			   PY_SEND_1M "' 2>/tmp/pl-limit.log; r=$?; cat /tmp/pl-limit.log >&2;"
+			   " test $r -eq 0 && grep -q \"listen fd 5000 port %d: rdmashare and TCP\" "
+			   "/tmp/pl-limit.log", run, ip, PORT, ip, PORT, PORT));
+	check_moved(_metadata, self->rs0, self->tcp0, true, 1 << 20);
 }
 
 TEST_F_TIMEOUT(pl, nginx, 180)

@@ -601,7 +601,13 @@ __attribute__((constructor)) static void rsp_init(void)
 	ready();
 
 	debug = getenv("RDMASHARE_DEBUG") && *getenv("RDMASHARE_DEBUG") == '1';
-	n = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max > (1 << 20) ? 1 << 16 : (int)rl.rlim_max;
+	/*
+	 * An entry for every number the program may have: root may raise its
+	 * limit past the one it started with (redis-server does), so never
+	 * fewer than 65536.  Pages nobody touched cost nothing.
+	 */
+	n = getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max < (1 << 16) ? 1 << 16 :
+	    rl.rlim_max > (1 << 20) ? 1 << 20 : (int)rl.rlim_max;
 	table = calloc(n, sizeof(*table));
 	if (!table)
 		return;
