@@ -393,17 +393,18 @@ out_put:
 }
 
 /*
- * A QP to @peer, up or connecting (a new one if needed): with a reference,
- * counted as a waiter until the caller calls rs_qp_unwait(); or NULL and
- * *@err.  Its state changes wake qp->wait.
+ * A QP to @peer for an AC of @rf's, up or connecting (a new one if
+ * needed, rs_qp_choose()): with a reference, counted as a waiter until
+ * the caller calls rs_qp_unwait(); or NULL and *@err.  Its state changes
+ * wake qp->wait.
  */
-struct rs_qp *rs_qp_get(struct rs_peer *peer, int *err)
+struct rs_qp *rs_qp_get(struct rs_peer *peer, const struct rs_file *rf, int *err)
 {
 	struct rs_qp *qp;
 	int ret;
 
 	mutex_lock(&rs_peers_lock);
-	qp = rs_qp_choose(peer);
+	qp = rs_qp_choose(peer, rf);
 	if (qp) {
 		kref_get(&qp->ref);
 		atomic_inc(&qp->nr_waiters);
@@ -428,6 +429,7 @@ struct rs_qp *rs_qp_get(struct rs_peer *peer, int *err)
 	}
 	kref_get(&qp->ref);		/* the peer list's; the first is ours */
 	atomic_inc(&qp->nr_waiters);
+	qp->last_rf = rf;
 	rs_peer_add_qp(peer, qp);
 	kref_get(&qp->ref);		/* the connect work's */
 	queue_work(rs_wq, &qp->connect_work);
@@ -460,16 +462,17 @@ void rs_qp_give_up(struct rs_qp *qp)
 }
 
 /*
- * A QP to @peer that is up, connecting one if needed, waiting at most
- * @timeout jiffies.  Returns it with a reference, counted as a waiter
- * until the caller calls rs_qp_unwait(); or NULL and *@err.
+ * A QP to @peer for an AC of @rf's that is up, connecting one if needed,
+ * waiting at most @timeout jiffies.  Returns it with a reference, counted
+ * as a waiter until the caller calls rs_qp_unwait(); or NULL and *@err.
  */
-struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err)
+struct rs_qp *rs_qp_get_up(struct rs_peer *peer, const struct rs_file *rf, long timeout,
+			   int *err)
 {
 	struct rs_qp *qp;
 	long left;
 
-	qp = rs_qp_get(peer, err);
+	qp = rs_qp_get(peer, rf, err);
 	if (!qp)
 		return NULL;
 	left = wait_event_interruptible_timeout(qp->wait, qp->state != RS_QP_CONNECTING,

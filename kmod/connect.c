@@ -112,7 +112,7 @@ again:
 			rs_ac_conn_end(ac, -ENOMEM);
 			return;
 		}
-		qp = rs_qp_get(peer, &err);
+		qp = rs_qp_get(peer, ac->rf, &err);
 		rs_peer_put(peer);
 		if (!qp) {
 			rs_ac_conn_end(ac, err);
@@ -343,7 +343,7 @@ static int rs_ac_connect_once(struct rs_file *rf, struct rdmashare_connect *c,
 	ret = -ENOMEM;
 	if (!peer)
 		goto out_discard;
-	qp = rs_qp_get_up(peer, max_t(long, deadline - jiffies, 1), &ret);
+	qp = rs_qp_get_up(peer, rf, max_t(long, deadline - jiffies, 1), &ret);
 	rs_peer_put(peer);
 	if (!qp)
 		goto out_discard;

@@ -48,6 +48,8 @@ struct rs_peer *rs_peer_get(const struct sockaddr *addr)
 	kref_init(&peer->ref);
 	INIT_LIST_HEAD(&peer->qps);
 	mutex_init(&peer->qps_lock);
+	spin_lock_init(&peer->gate_lock);
+	rs_gate_init(&peer->gate);
 	memcpy(&peer->addr, addr, rdma_addr_size(addr));
 	rs_sysfs_init_peer(peer);
 	rs_sysfs_add_peer(peer);

@@ -232,6 +232,8 @@ void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac)
 		return;
 	list_del_init(&ac->qp_node);
 	rs_sched_dequeue(&qp->sched, &ac->se);
+	/* Its last AC with data gone, the QP holds none of the others. */
+	rs_qp_gate(qp, false);
 	if (qp->hol_ac == ac)
 		qp->hol_ac = NULL;
 	ac->se.group = NULL;
@@ -269,6 +271,7 @@ struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active)
 	spin_lock_init(&qp->lock);
 	rs_sched_init(&qp->sched, READ_ONCE(rs_sched_quantum),
 		      READ_ONCE(rs_sched_latency_quantum), READ_ONCE(rs_sched_flat));
+	rs_gate_member_init(&qp->gm);
 	INIT_LIST_HEAD(&qp->groups);
 	INIT_LIST_HEAD(&qp->ctrl);
 	INIT_LIST_HEAD(&qp->rejects);
@@ -462,6 +465,8 @@ void rs_qp_down(struct rs_qp *qp, int error)
 	if (first) {
 		qp->state = RS_QP_DOWN;
 		qp->error = error;
+		/* Out of the gate before the send work is cancelled. */
+		rs_qp_gate(qp, false);
 	}
 	spin_unlock_irqrestore(&qp->lock, flags);
 	if (!first)
@@ -565,14 +570,38 @@ static void rs_qp_down_work(struct work_struct *work)
 }
 
 /*
- * Called with rs_peers_lock held: the QP of @peer a new AC should use, or
- * NULL when a new one should be connected.  Up to rs_qps_per_peer QPs (up,
- * or being connected by this host) carry the ACs; each new AC goes to the
- * least loaded, counting the CONNECTs that wait for a QP.
+ * Called with rs_peers_lock held: does @qp carry, or is it about to carry,
+ * an AC of @rf's?
  */
-struct rs_qp *rs_qp_choose(struct rs_peer *peer)
+static bool rs_qp_has_file(struct rs_qp *qp, const struct rs_file *rf)
+{
+	struct rs_qp_group *grp;
+	bool found = qp->last_rf == rf;
+
+	spin_lock_irq(&qp->lock);
+	list_for_each_entry(grp, &qp->groups, node) {
+		if (found)
+			break;
+		found = grp->rf == rf;
+	}
+	spin_unlock_irq(&qp->lock);
+	return found;
+}
+
+/*
+ * Called with rs_peers_lock held: the QP of @peer a new AC of @rf's should
+ * use, or NULL when a new one should be connected.  Up to rs_qps_per_peer
+ * QPs (up, or being connected by this host; the first ones, if it was
+ * lowered while more were up) carry the ACs.  In app mode
+ * the ACs of one file share a QP, so that the scheduler there weighs them
+ * against each other and the peer's gate weighs the file as one group
+ * (gate.h); a file's first AC, and in flat mode every AC, goes to the
+ * least loaded QP, counting the CONNECTs that wait for one.
+ */
+struct rs_qp *rs_qp_choose(struct rs_peer *peer, const struct rs_file *rf)
 {
 	unsigned int want = READ_ONCE(rs_qps_per_peer), n = 0;
+	bool affine = want > 1 && !READ_ONCE(rs_sched_flat);
 	u32 load, best_load = U32_MAX;
 	struct rs_qp *qp, *best = NULL;
 	enum rs_qp_state state;
@@ -583,7 +612,13 @@ struct rs_qp *rs_qp_choose(struct rs_peer *peer)
 		if (state == RS_QP_DOWN || qp->loop ||
 		    (state == RS_QP_CONNECTING && !qp->active))
 			continue;
-		n++;
+		if (affine && rs_qp_has_file(qp, rf)) {
+			best = qp;
+			goto out;
+		}
+		/* Past rs_qps_per_peer, lowered since: no new file's ACs. */
+		if (n++ >= want)
+			continue;
 		load = READ_ONCE(qp->nr_acs) + atomic_read(&qp->nr_waiters);
 		if (load < best_load || (load == best_load && state == RS_QP_UP)) {
 			best = qp;
@@ -592,6 +627,9 @@ struct rs_qp *rs_qp_choose(struct rs_peer *peer)
 	}
 	if (n < want && best_load && !rs_qps_capped(peer))
 		return NULL;
+out:
+	if (best)
+		best->last_rf = rf;
 	return best;
 }
 

@@ -114,9 +114,11 @@ void rs_sched_init(struct rs_sched *s, u32 quantum, u32 latency_quantum, bool fl
 		rs_drr_node_init(&s->band[i].dn, rs_band_weight[i]);
 		rs_drr_init(&s->band[i].groups);
 		s->band[i].nr = 0;
+		s->band[i].wsum = 0;
 	}
 	INIT_LIST_HEAD(&s->wbands);
 	s->nr_active = 0;
+	s->served = 0;
 	rs_sched_set_params(s, quantum, latency_quantum, flat);
 	s->latency_deficit = s->latency_quantum;
 }
@@ -208,6 +210,8 @@ void rs_sched_enqueue(struct rs_sched *s, struct rs_sched_entity *e)
 	if (c->nr++)
 		return;
 	rs_drr_activate(s, &b->groups, &c->dn);
+	c->active_weight = c->dn.weight;
+	b->wsum += c->active_weight;
 	if (b->nr++ || e->band == RS_BAND_LATENCY)
 		return;
 	/* A weighted band joins the turns with a fresh quantum. */
@@ -228,6 +232,7 @@ static void rs_sched_leave(struct rs_sched *s, struct rs_sched_entity *e, bool k
 	if (--c->nr)
 		return;
 	rs_drr_deactivate(&c->dn, keep);
+	b->wsum -= c->active_weight;
 	if (--b->nr || e->band == RS_BAND_LATENCY)
 		return;
 	list_del_init(&b->dn.node);
@@ -324,6 +329,7 @@ EXPORT_SYMBOL_IF_KUNIT(rs_sched_next);
 void rs_sched_charge(struct rs_sched *s, struct rs_sched_entity *e, u32 bytes,
 		     enum rs_sched_after after)
 {
+	s->served += bytes;
 	if (e->queued) {
 		e->dn.deficit -= bytes;
 		e->cur->cls[e->band].dn.deficit -= bytes;

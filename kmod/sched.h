@@ -75,6 +75,7 @@ struct rs_sched_class {
 	struct rs_drr_node dn;		/* in the band's group list */
 	struct rs_drr ents;
 	unsigned int nr;		/* active entities */
+	u32 active_weight;		/* its weight in rs_sched_band.wsum */
 };
 
 struct rs_sched_group {
@@ -95,6 +96,7 @@ struct rs_sched_band {
 	struct rs_drr_node dn;		/* weighted bands: in rs_sched.wbands */
 	struct rs_drr groups;
 	unsigned int nr;		/* active classes */
+	u64 wsum;			/* their weights, as they became active */
 };
 
 /**
@@ -106,6 +108,7 @@ struct rs_sched_band {
  * @latency_quantum: the latency band's bytes per turn of a weighted band
  * @flat: new activations schedule every entity as its own group
  * @nr_active: active entities
+ * @served: bytes charged, ever (the peer's gate, gate.h, reads it)
  */
 struct rs_sched {
 	struct rs_sched_band band[RS_SCHED_BANDS];
@@ -115,6 +118,7 @@ struct rs_sched {
 	u32 latency_quantum;
 	bool flat;
 	unsigned int nr_active;
+	u64 served;
 };
 
 /* What rs_sched_charge() is told of the entity after its chunk. */

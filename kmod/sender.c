@@ -617,6 +617,35 @@ static enum rs_plan_res rs_plan_ac_ctrl(struct rs_qp *qp, const struct rs_tx *tx
 }
 
 /*
+ * Called with qp->lock held: the peer's gate (gate.h) learns what @qp's
+ * scheduler sent and whether it has data left, and the QPs it held that
+ * may go now are kicked (a member is not down: rs_qp_down() takes it out
+ * under both locks before its send work can be cancelled).  With @check,
+ * whether @qp may take a chunk now; if not, it is kicked in turn.
+ */
+bool rs_qp_gate(struct rs_qp *qp, bool check)
+{
+	struct rs_peer *peer = qp->peer;
+	struct rs_gate_member *m;
+	bool open = true;
+
+	lockdep_assert_held(&qp->lock);
+	spin_lock(&peer->gate_lock);
+	if (qp->state == RS_QP_UP)
+		rs_gate_update(&peer->gate, &qp->gm, &qp->sched);
+	else
+		rs_gate_leave(&peer->gate, &qp->gm);
+	if (check && !rs_gate_open(&peer->gate, &qp->gm, &qp->sched)) {
+		rs_qp_stat(qp, RS_STAT_GATE_HELD, 1);
+		open = false;
+	}
+	while ((m = rs_gate_released(&peer->gate, &qp->sched)))
+		queue_work(rs_wq, &container_of(m, struct rs_qp, gm)->send_work);
+	spin_unlock(&peer->gate_lock);
+	return open;
+}
+
+/*
  * Called with qp->lock held: the scheduler's next AC that can send; the
  * others leave it.  With split off, a message once started keeps the QP
  * to its last chunk, waiting for credits if need be, as one large send
@@ -887,19 +916,28 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	if (tx->imm_conn && (qp->ping_pending || !list_empty(&qp->rejects) ||
 			     !list_empty(&qp->ctrl)))
 		return RS_PLAN_FULL;
-	if (tx->tail_ac && rs_plan_append(qp, tx, p, room, join_max))
+	if (tx->tail_ac && rs_plan_append(qp, tx, p, room, join_max)) {
+		rs_qp_gate(qp, false);
 		return RS_PLAN_UNIT;
+	}
 	if (rs_plan_qp_ctrl(qp, p))
 		return RS_PLAN_UNIT;
 	res = rs_plan_ac_ctrl(qp, tx, p);
 	if (res != RS_PLAN_NONE)
 		return res;
-	ac = rs_plan_pick(qp);
-	if (!ac)
+	/* The peer's other QPs may be owed their share first. */
+	if (!rs_qp_gate(qp, true))
 		return RS_PLAN_NONE;
+	ac = rs_plan_pick(qp);
+	if (!ac) {
+		rs_qp_gate(qp, false);	/* nothing can send: it leaves the gate */
+		return RS_PLAN_NONE;
+	}
 	res = rs_plan_op(qp, tx, p, ac, room, empty, join_max);
 	if (res == RS_PLAN_FULL)
 		qp->hol_ac = hol;
+	else
+		rs_qp_gate(qp, false);
 	return res;
 }
 

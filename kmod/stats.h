@@ -44,6 +44,7 @@ enum rs_stat {
 	RS_STAT_RX_ZCOPY,	/* bytes AC file reads got in their own pages */
 	RS_STAT_SLEEP_POLLED,	/* completions a woken waiter polled itself */
 	RS_STAT_TX_APPENDED,	/* AC file writes appended to a message not sent */
+	RS_STAT_GATE_HELD,	/* times a QP waited for the peer's others (gate.h) */
 	RS_STAT_NR
 };
 

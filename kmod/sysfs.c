@@ -117,6 +117,7 @@ RS_STAT_ATTR(read_copied, RS_STAT_READ_COPIED);
 RS_STAT_ATTR(rx_zcopy, RS_STAT_RX_ZCOPY);
 RS_STAT_ATTR(sleep_polled, RS_STAT_SLEEP_POLLED);
 RS_STAT_ATTR(tx_appended, RS_STAT_TX_APPENDED);
+RS_STAT_ATTR(gate_held, RS_STAT_GATE_HELD);
 
 static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_tx_msgs.attr,
@@ -152,6 +153,7 @@ static struct attribute *rs_stat_attrs[] = {
 	&rs_stat_rx_zcopy.attr,
 	&rs_stat_sleep_polled.attr,
 	&rs_stat_tx_appended.attr,
+	&rs_stat_gate_held.attr,
 	NULL,
 };
 

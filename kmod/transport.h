@@ -29,6 +29,7 @@
 #include <rdma/rdma_cm.h>
 
 #include "drain.h"
+#include "gate.h"
 #include "laddr.h"
 #include "proto.h"
 #include "rdmashare.h"
@@ -223,6 +224,9 @@ enum rs_qp_state {
  * @wait: woken on state changes
  * @lock: the send side: scheduler, control queue, TX buffers, @acs
  * @sched: ACs with data and credits
+ * @gm: the QP in its peer's gate (under the peer's gate_lock)
+ * @last_rf: the file the last CONNECT that chose the QP came from
+ *	(rs_qp_choose(); compared, never followed), under rs_peers_lock
  * @ctrl: ACs with a control message to send (rs_ac.ctrl_node)
  * @rejects: REJECTs and CLOSEs owed to the peer for ACs this host lacks
  *	(rs_reject.node); @nr_rejects of them for what the peer sent, at most
@@ -293,6 +297,8 @@ struct rs_qp {
 
 	spinlock_t lock;		/* the send side, see above */
 	struct rs_sched sched;
+	struct rs_gate_member gm;
+	const struct rs_file *last_rf;
 	struct list_head ctrl;
 	struct list_head rejects;
 	u32 nr_rejects;
@@ -352,6 +358,8 @@ struct rs_qp_group {
  * @nr_acs: ACs pinned to them
  * @nr_lost: QPs lost (went down with ACs) and not replaced yet
  * @stats: its counters
+ * @gate_lock: taken under a QP's lock, around every call on @gate
+ * @gate: its QPs with data to send, each held to its share (gate.h)
  */
 struct rs_peer {
 	struct kref ref;
@@ -366,6 +374,8 @@ struct rs_peer {
 	atomic_t nr_acs;
 	atomic_t nr_lost;
 	struct rs_stats stats;
+	spinlock_t gate_lock;		/* see above */
+	struct rs_gate gate;
 };
 
 /* Count @n of @i for @qp's peer and device. */
@@ -694,15 +704,17 @@ int rs_cm_init(void);
 int rs_cm_listen(void);
 void rs_cm_unlisten(void);
 void rs_cm_exit(void);
-struct rs_qp *rs_qp_get(struct rs_peer *peer, int *err);
+struct rs_qp *rs_qp_get(struct rs_peer *peer, const struct rs_file *rf, int *err);
 void rs_qp_give_up(struct rs_qp *qp);
-struct rs_qp *rs_qp_get_up(struct rs_peer *peer, long timeout, int *err);
+struct rs_qp *rs_qp_get_up(struct rs_peer *peer, const struct rs_file *rf, long timeout,
+			   int *err);
 void rs_qp_connect_work(struct work_struct *work);
 
 /* qp.c: a QP's life */
 extern atomic_t rs_nr_qps;
 struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active);
-struct rs_qp *rs_qp_choose(struct rs_peer *peer);
+struct rs_qp *rs_qp_choose(struct rs_peer *peer, const struct rs_file *rf);
+bool rs_qp_gate(struct rs_qp *qp, bool check);
 bool rs_qps_capped(struct rs_peer *peer);
 int rs_qp_create_ib(struct rs_qp *qp);
 int rs_qp_ready(struct rs_qp *qp);

@@ -15,9 +15,10 @@
  *    new one;
  *  - max_acs_per_file: LISTEN and CONNECT past it fail with EMFILE, a
  *    CONNECT to a full file is refused, a closed AC makes room;
- *  - qps_per_peer: with 3, nine ACs to the host itself ride 3 QPs (plus
- *    their 3 accepting ends), each AC carries its data; lowering it to 1
- *    adds no QP;
+ *  - qps_per_peer: with 3, nine ACs of one file to the host itself share
+ *    one QP (app mode: an application's ACs stay together), nine more in
+ *    flat mode ride 3 QPs (plus their 3 accepting ends), each AC carries
+ *    its data; lowering it to 1 adds no QP;
  *  - send_depth: bad writes refused; QPs set up after a write have that
  *    many TX buffers (debugfs), and carry data;
  *  - max_data_size: bad writes (unaligned, under the default data area)
@@ -48,6 +49,7 @@
 #define CQ_PATH		RS_SYSFS "/cq_depth"
 #define BACKLOG_PATH	RS_SYSFS "/max_backlog"
 #define VERSION_PATH	RS_SYSFS "/proto_version"
+#define MODE_PATH	RS_SYSFS "/sched_mode"
 
 static struct sockaddr_in addr_of(unsigned int port)
 {
@@ -114,6 +116,7 @@ FIXTURE(tun) {
 	char cq[32];
 	char backlog[32];
 	char version[32];
+	char mode[32];
 	struct rdmashare *rs;	/* proto_version's, closed here */
 };
 
@@ -127,6 +130,7 @@ FIXTURE_SETUP(tun)
 	ASSERT_EQ(0, rs_read_file(CQ_PATH, self->cq, sizeof(self->cq)));
 	ASSERT_EQ(0, rs_read_file(BACKLOG_PATH, self->backlog, sizeof(self->backlog)));
 	ASSERT_EQ(0, rs_read_file(VERSION_PATH, self->version, sizeof(self->version)));
+	ASSERT_EQ(0, rs_read_file(MODE_PATH, self->mode, sizeof(self->mode)));
 }
 
 FIXTURE_TEARDOWN(tun)
@@ -144,6 +148,7 @@ FIXTURE_TEARDOWN(tun)
 			fprintf(stderr, "# tun teardown: QPs still up\n");
 	}
 	rs_write_file(QPS_PATH, self->qps);
+	rs_write_file(MODE_PATH, self->mode);
 	rs_write_file(IDLE_PATH, self->idle);
 	rs_write_file(MAXACS_PATH, self->maxacs);
 	rs_write_file(DEPTH_PATH, self->depth);
@@ -634,36 +639,43 @@ TEST_F_TIMEOUT(tun, idle_peer, 240)
 
 TEST_F_TIMEOUT(tun, qps_per_peer, 300)
 {
-	int l, c[10], s[10], i, qps;
+	int l, c[19], s[19], i, qps;
 	struct rdmashare *rs;
 
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
 	ASSERT_EQ(0, rs_wait_qps(0, 30));
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "0"));
 	ASSERT_EQ(0, rs_write_file(QPS_PATH, "3"));
+	ASSERT_EQ(0, rs_write_file(MODE_PATH, "app"));
 
 	rs = rs_open_setup(4 << 20, 256);
 	ASSERT_NE(NULL, rs);
-	l = rdmashare_listen(rs, PORT, 16);
+	l = rdmashare_listen(rs, PORT, 32);
 	ASSERT_LE(0, l);
+	/* One application: its ACs share a QP, and its accepting end. */
 	for (i = 0; i < 9; i++) {
 		ASSERT_EQ(0, pair(rs, l, &c[i], &s[i])) TH_LOG("AC %d", i);
 	}
-	/* Three QPs this way and their three accepting ends. */
+	EXPECT_EQ(2, count_rdmashare_qps());
+	/* Every AC on its own: three QPs this way and their accepting ends. */
+	ASSERT_EQ(0, rs_write_file(MODE_PATH, "flat"));
+	for (i = 9; i < 18; i++) {
+		ASSERT_EQ(0, pair(rs, l, &c[i], &s[i])) TH_LOG("AC %d", i);
+	}
 	qps = count_rdmashare_qps();
 	EXPECT_EQ(6, qps);
-	for (i = 0; i < 9; i++) {
+	for (i = 0; i < 18; i++) {
 		ASSERT_EQ(0, one_message(rs, c[i], s[i], 10 + i));
-		ASSERT_EQ(0, one_message(rs, s[i], c[i], 20 + i));
+		ASSERT_EQ(0, one_message(rs, s[i], c[i], 40 + i));
 	}
 
 	/* Fewer QPs wanted: the new AC takes one of those there. */
 	ASSERT_EQ(0, rs_write_file(QPS_PATH, "1"));
-	ASSERT_EQ(0, pair(rs, l, &c[9], &s[9]));
-	ASSERT_EQ(0, one_message(rs, c[9], s[9], 30));
+	ASSERT_EQ(0, pair(rs, l, &c[18], &s[18]));
+	ASSERT_EQ(0, one_message(rs, c[18], s[18], 70));
 	EXPECT_EQ(6, count_rdmashare_qps());
 
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < 19; i++) {
 		ASSERT_EQ(0, unpair(rs, c[i], s[i]));
 	}
 	ASSERT_EQ(0, rs_write_file(IDLE_PATH, "200"));
