@@ -15,6 +15,7 @@ void rs_gate_init(struct rs_gate *g)
 	INIT_LIST_HEAD(&g->members);
 	memset(g->wsum, 0, sizeof(g->wsum));
 	g->nr_held = 0;
+	g->slack = 0;
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_gate_init);
 
@@ -59,11 +60,14 @@ u32 rs_gate_share(const struct rs_gate *g, const struct rs_gate_member *m,
 }
 EXPORT_SYMBOL_IF_KUNIT(rs_gate_share);
 
-/* How far past the others @m may run: one normal band's turn of its own. */
+/*
+ * How far past the others @m may run: one normal band's turn of its own,
+ * or the gate's slack if more.
+ */
 static u64 rs_gate_slack(const struct rs_gate *g, const struct rs_gate_member *m,
 			 const struct rs_sched *s)
 {
-	u64 turn = (u64)RS_BAND_NORMAL_WEIGHT * s->quantum;
+	u64 turn = max_t(u64, (u64)RS_BAND_NORMAL_WEIGHT * s->quantum, g->slack);
 
 	return div64_u64(turn * RS_GATE_ONE, rs_gate_share(g, m, s));
 }

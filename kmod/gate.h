@@ -10,8 +10,9 @@
  * QP's part the one its active groups have in the peer: each QP with data
  * to send is a member, with a virtual time that grows by the bytes it
  * sends over its share; a QP takes a chunk only while its virtual time is
- * at most one normal band's turn (in its own bytes) past the least of the
- * other members', and a member that falls behind releases those it held.
+ * at most one normal band's turn, or what it keeps in flight if more (in
+ * its own bytes), past the least of the other members', and a member that
+ * falls behind releases those it held.
  *
  * A QP's share is what one scheduler over the peer would give its active
  * classes: the bands' parts as rs_sched_next() serves them (normal and bulk
@@ -41,11 +42,15 @@
  * @members: rs_gate_member.node, in the order they joined
  * @wsum: the members' active class weights per band, summed
  * @nr_held: members held (rs_gate_member.held)
+ * @slack: bytes of its own a QP may run ahead at least (the caller's:
+ *	what a QP keeps in flight, so that its pipeline stays full while
+ *	the others catch up)
  */
 struct rs_gate {
 	struct list_head members;
 	u64 wsum[RS_SCHED_BANDS];
 	unsigned int nr_held;
+	u32 slack;
 };
 
 /**

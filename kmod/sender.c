@@ -631,6 +631,7 @@ bool rs_qp_gate(struct rs_qp *qp, bool check)
 
 	lockdep_assert_held(&qp->lock);
 	spin_lock(&peer->gate_lock);
+	peer->gate.slack = READ_ONCE(rs_inflight_max);
 	if (qp->state == RS_QP_UP)
 		rs_gate_update(&peer->gate, &qp->gm, &qp->sched);
 	else

@@ -247,6 +247,27 @@ static void gate_release_test(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sim->g.nr_held, 0);
 }
 
+/* The caller's slack, when over a turn: 8 chunks ahead, then held. */
+static void gate_slack_test(struct kunit *test)
+{
+	struct sim *sim = kunit_kzalloc(test, sizeof(*sim), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, sim);
+	sim_init(sim, 2);
+	sim->g.slack = 8 * CHUNK;
+	sim_add(sim, 0, 1, RS_BAND_NORMAL);
+	sim_add(sim, 1, 1, RS_BAND_NORMAL);
+	sim_gate(sim, &sim->q[0], false);
+	sim_gate(sim, &sim->q[1], false);
+	KUNIT_EXPECT_EQ(test, send_until_held(sim, &sim->q[0], 20), 9);
+	/* Under a turn it is the turn: 3 quanta, as without. */
+	sim->g.slack = CHUNK;
+	sim_gate(sim, &sim->q[1], false);
+	rs_sched_charge(&sim->q[1].s, rs_sched_next(&sim->q[1].s), 9 * CHUNK, RS_SCHED_MORE);
+	sim_gate(sim, &sim->q[1], false);
+	KUNIT_EXPECT_EQ(test, send_until_held(sim, &sim->q[0], 20), 4);
+}
+
 /*
  * A QP that joins starts at the least virtual time of the others: an idle
  * one gets no credit for its idle time, and one that sent much before it
@@ -284,6 +305,7 @@ static struct kunit_case gate_cases[] = {
 	KUNIT_CASE(gate_bands_test),
 	KUNIT_CASE(gate_alone_test),
 	KUNIT_CASE(gate_release_test),
+	KUNIT_CASE(gate_slack_test),
 	KUNIT_CASE(gate_join_test),
 	{}
 };
