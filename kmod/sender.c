@@ -622,17 +622,24 @@ static enum rs_plan_res rs_plan_ac_ctrl(struct rs_qp *qp, const struct rs_tx *tx
  * may go now are kicked (a member is not down: rs_qp_down() takes it out
  * under both locks before its send work can be cancelled).  With @check,
  * whether @qp may take a chunk now; if not, it is kicked in turn.
+ *
+ * With one QP per peer there is nothing to share (a host that talks to
+ * itself has two, one each way), and the gate costs a lock per chunk:
+ * off, once each QP has left it (its own fields, which only it sets).
  */
 bool rs_qp_gate(struct rs_qp *qp, bool check)
 {
+	bool gated = READ_ONCE(rs_qps_per_peer) > 1;
 	struct rs_peer *peer = qp->peer;
 	struct rs_gate_member *m;
 	bool open = true;
 
 	lockdep_assert_held(&qp->lock);
+	if (!gated && !qp->gm.in)
+		return true;
 	spin_lock(&peer->gate_lock);
 	peer->gate.slack = READ_ONCE(rs_inflight_max);
-	if (qp->state == RS_QP_UP)
+	if (qp->state == RS_QP_UP && gated)
 		rs_gate_update(&peer->gate, &qp->gm, &qp->sched);
 	else
 		rs_gate_leave(&peer->gate, &qp->gm);
