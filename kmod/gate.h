@@ -56,8 +56,8 @@ struct rs_gate {
 /**
  * struct rs_gate_member - a QP in its peer's gate
  * @node: in rs_gate.members while @in
- * @vtime: bytes sent over the share they were sent at, in units of
- *	1/RS_GATE_ONE; compared as a difference, so it may wrap
+ * @vtime: bytes sent over the share they were sent at (bytes at a share
+ *	of 1); compared as a difference, so it may wrap
  * @served: the scheduler's rs_sched.served at the last update
  * @wsum: the scheduler's rs_sched_band.wsum at the last update
  * @in: the QP has data to send: a member

@@ -233,7 +233,7 @@ void rs_qp_unpin_locked(struct rs_qp *qp, struct rs_ac *ac)
 	list_del_init(&ac->qp_node);
 	rs_sched_dequeue(&qp->sched, &ac->se);
 	/* Its last AC with data gone, the QP holds none of the others. */
-	rs_qp_gate(qp, false);
+	rs_qp_gate(qp, RS_GATE_SYNC);
 	if (qp->hol_ac == ac)
 		qp->hol_ac = NULL;
 	ac->se.group = NULL;
@@ -466,7 +466,7 @@ void rs_qp_down(struct rs_qp *qp, int error)
 		qp->state = RS_QP_DOWN;
 		qp->error = error;
 		/* Out of the gate before the send work is cancelled. */
-		rs_qp_gate(qp, false);
+		rs_qp_gate(qp, RS_GATE_IDLE);
 	}
 	spin_unlock_irqrestore(&qp->lock, flags);
 	if (!first)
@@ -571,12 +571,13 @@ static void rs_qp_down_work(struct work_struct *work)
 
 /*
  * Called with rs_peers_lock held: does @qp carry, or is it about to carry,
- * an AC of @rf's?
+ * an AC of @rf's?  The last file to choose it, while CONNECTs still wait
+ * to pin their ACs there, is about to.
  */
 static bool rs_qp_has_file(struct rs_qp *qp, const struct rs_file *rf)
 {
+	bool found = qp->last_rf == rf && atomic_read(&qp->nr_waiters);
 	struct rs_qp_group *grp;
-	bool found = qp->last_rf == rf;
 
 	spin_lock_irq(&qp->lock);
 	list_for_each_entry(grp, &qp->groups, node) {

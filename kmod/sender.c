@@ -620,14 +620,16 @@ static enum rs_plan_res rs_plan_ac_ctrl(struct rs_qp *qp, const struct rs_tx *tx
  * Called with qp->lock held: the peer's gate (gate.h) learns what @qp's
  * scheduler sent and whether it has data left, and the QPs it held that
  * may go now are kicked (a member is not down: rs_qp_down() takes it out
- * under both locks before its send work can be cancelled).  With @check,
- * whether @qp may take a chunk now; if not, it is kicked in turn.
+ * under both locks before its send work can be cancelled).  With
+ * RS_GATE_CHECK, whether @qp may take a chunk now; if not, it is kicked in
+ * turn.  With RS_GATE_IDLE it leaves, whatever its scheduler holds: with
+ * split off, a message's AC out of credits keeps the QP (rs_plan_pick()).
  *
  * With one QP per peer there is nothing to share (a host that talks to
  * itself has two, one each way), and the gate costs a lock per chunk:
  * off, once each QP has left it (its own fields, which only it sets).
  */
-bool rs_qp_gate(struct rs_qp *qp, bool check)
+bool rs_qp_gate(struct rs_qp *qp, enum rs_gate_op op)
 {
 	bool gated = READ_ONCE(rs_qps_per_peer) > 1;
 	struct rs_peer *peer = qp->peer;
@@ -639,11 +641,11 @@ bool rs_qp_gate(struct rs_qp *qp, bool check)
 		return true;
 	spin_lock(&peer->gate_lock);
 	peer->gate.slack = READ_ONCE(rs_inflight_max);
-	if (qp->state == RS_QP_UP && gated)
+	if (qp->state == RS_QP_UP && gated && op != RS_GATE_IDLE)
 		rs_gate_update(&peer->gate, &qp->gm, &qp->sched);
 	else
 		rs_gate_leave(&peer->gate, &qp->gm);
-	if (check && !rs_gate_open(&peer->gate, &qp->gm, &qp->sched)) {
+	if (op == RS_GATE_CHECK && !rs_gate_open(&peer->gate, &qp->gm, &qp->sched)) {
 		rs_qp_stat(qp, RS_STAT_GATE_HELD, 1);
 		open = false;
 	}
@@ -925,7 +927,7 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 			     !list_empty(&qp->ctrl)))
 		return RS_PLAN_FULL;
 	if (tx->tail_ac && rs_plan_append(qp, tx, p, room, join_max)) {
-		rs_qp_gate(qp, false);
+		rs_qp_gate(qp, RS_GATE_SYNC);
 		return RS_PLAN_UNIT;
 	}
 	if (rs_plan_qp_ctrl(qp, p))
@@ -934,18 +936,18 @@ static enum rs_plan_res rs_plan(struct rs_qp *qp, const struct rs_tx *tx, struct
 	if (res != RS_PLAN_NONE)
 		return res;
 	/* The peer's other QPs may be owed their share first. */
-	if (!rs_qp_gate(qp, true))
+	if (!rs_qp_gate(qp, RS_GATE_CHECK))
 		return RS_PLAN_NONE;
 	ac = rs_plan_pick(qp);
 	if (!ac) {
-		rs_qp_gate(qp, false);	/* nothing can send: it leaves the gate */
+		rs_qp_gate(qp, RS_GATE_IDLE);	/* until credits kick it */
 		return RS_PLAN_NONE;
 	}
 	res = rs_plan_op(qp, tx, p, ac, room, empty, join_max);
 	if (res == RS_PLAN_FULL)
 		qp->hol_ac = hol;
 	else
-		rs_qp_gate(qp, false);
+		rs_qp_gate(qp, RS_GATE_SYNC);
 	return res;
 }
 

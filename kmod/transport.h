@@ -714,7 +714,14 @@ void rs_qp_connect_work(struct work_struct *work);
 extern atomic_t rs_nr_qps;
 struct rs_qp *rs_qp_alloc(struct rs_peer *peer, bool active);
 struct rs_qp *rs_qp_choose(struct rs_peer *peer, const struct rs_file *rf);
-bool rs_qp_gate(struct rs_qp *qp, bool check);
+/* What rs_qp_gate() does besides telling the gate what the QP sent. */
+enum rs_gate_op {
+	RS_GATE_SYNC,		/* only that */
+	RS_GATE_CHECK,		/* and whether the QP may take a chunk now */
+	RS_GATE_IDLE,		/* the QP cannot send now: out of the gate */
+};
+
+bool rs_qp_gate(struct rs_qp *qp, enum rs_gate_op op);
 bool rs_qps_capped(struct rs_peer *peer);
 int rs_qp_create_ib(struct rs_qp *qp);
 int rs_qp_ready(struct rs_qp *qp);

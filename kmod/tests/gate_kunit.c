@@ -221,7 +221,10 @@ static void gate_release_test(struct kunit *test)
 	e1 = sim_add(sim, 1, 1, RS_BAND_NORMAL);
 	sim_gate(sim, a, false);
 	sim_gate(sim, b, false);
-	/* A sends alone until it is held: its slack, 3 quanta of its own. */
+	/*
+	 * A sends until it is held: its slack, 3 quanta of its own, and the
+	 * chunk that crossed it.
+	 */
 	KUNIT_EXPECT_EQ(test, send_until_held(sim, a, 10), 4);
 	KUNIT_EXPECT_TRUE(test, a->m.held);
 	KUNIT_EXPECT_EQ(test, a->released, 0);
@@ -277,26 +280,46 @@ static void gate_join_test(struct kunit *test)
 {
 	struct sim *sim = kunit_kzalloc(test, sizeof(*sim), GFP_KERNEL);
 	struct rs_sched_entity *e0;
-	u64 before;
+	struct sim_qp *q0, *q1, *q2;
+	u64 before, idle, slack;
 
 	KUNIT_ASSERT_NOT_NULL(test, sim);
-	sim_init(sim, 2);
-	sim_add(sim, 1, 1, RS_BAND_NORMAL);
-	sim_run(sim, 200);
-	KUNIT_EXPECT_EQ(test, sim->q[1].bytes, 200 * CHUNK);
-	/* QP 0 joins late: from now on the two share equally. */
+	sim_init(sim, 3);
+	q0 = &sim->q[0];
+	q1 = &sim->q[1];
+	q2 = &sim->q[2];
 	e0 = sim_add(sim, 0, 1, RS_BAND_NORMAL);
-	before = sim->q[1].bytes;
-	sim_gate(sim, &sim->q[0], false);
-	KUNIT_EXPECT_EQ(test, sim->q[0].m.vtime, sim->q[1].m.vtime);
-	sim_run(sim, 200);
-	KUNIT_EXPECT_EQ(test, sim->q[0].bytes, sim->q[1].bytes - before);
-	/* QP 0 leaves, QP 1 sends on, QP 0 comes back: no debt either way. */
-	rs_sched_dequeue(&sim->q[0].s, e0);
+	sim_add(sim, 1, 1, RS_BAND_NORMAL);
+	sim_run(sim, 50);
+	/* QP 2 joins late, at QP 0's and 1's time: from now on, equal parts. */
+	sim_add(sim, 2, 1, RS_BAND_NORMAL);
+	before = q2->bytes;
+	sim_gate(sim, q2, false);
+	KUNIT_EXPECT_EQ(test, q2->m.vtime, min(q0->m.vtime, q1->m.vtime));
+	sim_run(sim, 90);
+	KUNIT_EXPECT_EQ(test, q2->bytes - before, 90 * CHUNK);
+	/* QP 0 idles while the two others send on: back at their time. */
+	rs_sched_dequeue(&q0->s, e0);
 	sim_run(sim, 100);
-	rs_sched_enqueue(&sim->q[0].s, e0);
-	sim_gate(sim, &sim->q[0], false);
-	KUNIT_EXPECT_EQ(test, sim->q[0].m.vtime, sim->q[1].m.vtime);
+	idle = q0->m.vtime;
+	rs_sched_enqueue(&q0->s, e0);
+	sim_gate(sim, q0, false);
+	KUNIT_EXPECT_GT(test, q0->m.vtime, idle);
+	KUNIT_EXPECT_EQ(test, q0->m.vtime, min(q1->m.vtime, q2->m.vtime));
+	/*
+	 * QP 0 sends 30 chunks at once, leaves and comes back: one slack,
+	 * 3 quanta at its share of 1/3, ahead of the least.
+	 */
+	rs_sched_charge(&q0->s, e0, 30 * CHUNK, RS_SCHED_MORE);
+	sim_gate(sim, q0, false);
+	rs_sched_dequeue(&q0->s, e0);
+	sim_gate(sim, q0, false);
+	KUNIT_EXPECT_FALSE(test, q0->m.in);
+	rs_sched_enqueue(&q0->s, e0);
+	sim_gate(sim, q0, false);
+	slack = div64_u64(3ULL * QUANTUM * RS_GATE_ONE, rs_gate_share(&sim->g, &q0->m, &q0->s));
+	KUNIT_EXPECT_EQ(test, slack / 1000, 9ULL * QUANTUM / 1000);
+	KUNIT_EXPECT_EQ(test, q0->m.vtime, min(q1->m.vtime, q2->m.vtime) + slack);
 }
 
 static struct kunit_case gate_cases[] = {
