@@ -576,14 +576,17 @@ static void rs_qp_down_work(struct work_struct *work)
  */
 static bool rs_qp_has_file(struct rs_qp *qp, const struct rs_file *rf)
 {
-	bool found = qp->last_rf == rf && atomic_read(&qp->nr_waiters);
 	struct rs_qp_group *grp;
+	bool found = false;
 
+	if (qp->last_rf == rf && atomic_read(&qp->nr_waiters))
+		return true;
 	spin_lock_irq(&qp->lock);
 	list_for_each_entry(grp, &qp->groups, node) {
-		if (found)
+		if (grp->rf == rf) {
+			found = true;
 			break;
-		found = grp->rf == rf;
+		}
 	}
 	spin_unlock_irq(&qp->lock);
 	return found;
