@@ -29,7 +29,8 @@
 # "64 4096 65536"), RS_BENCH_CREDITS (credits_per_ac for the throughput
 # runs, default 64), RS_BENCH_LAT_BULK (bulk senders behind which the
 # ping-pong runs, default 2), RS_BENCH_QPS (qps_per_peer for the whole run;
-# default: the module's).
+# default: the module's), RS_BENCH_SYSFS (more tunables for the whole run,
+# "name=value ...", e.g. "inflight_max=524288"; restored at the end).
 
 set -euo pipefail
 
@@ -233,6 +234,11 @@ saved_split=$(cat "$sys/split")
 saved_credits=$(cat "$sys/credits_per_ac")
 # Before the first AC: QPs, once up, stay for the boot.
 [ -z "$qps" ] || sysfs_set qps_per_peer "$qps" || exit 1
+saved_sysfs=()
+for kv in ${RS_BENCH_SYSFS:-}; do
+	saved_sysfs+=("${kv%%=*}=$(cat "$sys/${kv%%=*}")") || exit 1
+	sysfs_set "${kv%%=*}" "${kv#*=}" || exit 1
+done
 
 log "$(uname -r), $(nproc) CPUs, rxe0 on $ip, scale $scale, $(date -u +%FT%TZ)"
 {
@@ -244,7 +250,8 @@ log "$(uname -r), $(nproc) CPUs, rxe0 on $ip, scale $scale, $(date -u +%FT%TZ)"
 	echo "tput_credits_per_ac $tput_credits"
 	echo "lat_bulk_senders $lat_bulk"
 	grep -m1 'model name' /proc/cpuinfo || true
-	for f in chunk_size sched_mode sched_quantum sched_latency_quantum qps_per_peer; do
+	for f in chunk_size sched_mode sched_quantum sched_latency_quantum qps_per_peer \
+		$(for kv in ${RS_BENCH_SYSFS:-}; do echo "${kv%%=*}"; done); do
 		echo "$f $(cat "$sys/$f")"
 	done
 	rdma link show 2>&1 || true
@@ -262,5 +269,8 @@ for rep in $(seq 1 "$repeat"); do
 done
 echo "$saved_split" >"$sys/split"
 echo "$saved_credits" >"$sys/credits_per_ac"
+for kv in "${saved_sysfs[@]}"; do
+	echo "${kv#*=}" >"$sys/${kv%%=*}"
+done
 log "done in $(( $(date +%s) - t0 ))s, $failures failure(s); results in $res"
 [ "$failures" = 0 ]

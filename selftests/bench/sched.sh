@@ -17,8 +17,8 @@
 # Environment: RS_BENCH_MODULE (default build/6.12/kmod/rdmashare.ko, else
 # kmod/rdmashare.ko; built for the 6.12 kernel), and, passed to the guest,
 # RS_BENCH_REPEAT, RS_BENCH_SCALE, RS_BENCH_PARTS, RS_BENCH_MODES,
-# RS_BENCH_THREADS, RS_BENCH_SIZES, RS_BENCH_CREDITS, RS_BENCH_LAT_BULK and
-# RS_BENCH_QPS (see sched-guest.sh).
+# RS_BENCH_THREADS, RS_BENCH_SIZES, RS_BENCH_CREDITS, RS_BENCH_LAT_BULK,
+# RS_BENCH_QPS and RS_BENCH_SYSFS (see sched-guest.sh).
 
 set -euo pipefail
 . "$(dirname "$0")/../vm/lib.sh"
@@ -49,7 +49,8 @@ py=/usr/bin/python3
 
 env=
 for v in RS_BENCH_REPEAT RS_BENCH_SCALE RS_BENCH_PARTS RS_BENCH_MODES \
-	RS_BENCH_THREADS RS_BENCH_SIZES RS_BENCH_CREDITS RS_BENCH_LAT_BULK RS_BENCH_QPS; do
+	RS_BENCH_THREADS RS_BENCH_SIZES RS_BENCH_CREDITS RS_BENCH_LAT_BULK RS_BENCH_QPS \
+	RS_BENCH_SYSFS; do
 	[ -z "${!v:-}" ] || env+="$v='${!v}' "
 done
 
