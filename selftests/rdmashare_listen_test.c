@@ -11,7 +11,7 @@
  *    for a non-blocking accept (the ACCEPT goes out after it is in the
  *    backlog), 64 times over.
  *  - epoll_edge_and_level: epoll sees waiting connections level and edge
- *    triggered.
+ *    triggered, and select(2) sees them as readable.
  *  - close_ends_listening: closing it refuses what waits (its peer reads the
  *    end), frees the port at once, and leaves accepted AC files working.
  *  - fork_child_accepts: a child accepts on the listening file it inherited,
@@ -35,6 +35,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 
 #include "common.h"
 #include "rdmashare.h"
@@ -199,6 +200,17 @@ TEST(accept_once_connected)
 	rdmashare_close(c);
 }
 
+/* select(2) finds @fd readable within @ms. */
+static bool selects(int fd, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
+	fd_set r;
+
+	FD_ZERO(&r);
+	FD_SET(fd, &r);
+	return select(fd + 1, &r, NULL, NULL, &tv) == 1 && FD_ISSET(fd, &r);
+}
+
 TEST(epoll_edge_and_level)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, out[2];
@@ -216,6 +228,7 @@ TEST(epoll_edge_and_level)
 	ASSERT_EQ(0, epoll_ctl(ep_et, EPOLL_CTL_ADD, lfd, &ev));
 	EXPECT_EQ(0, epoll_wait(ep_lt, out, 2, 100));
 	EXPECT_EQ(0, epoll_wait(ep_et, out, 2, 0));
+	EXPECT_FALSE(selects(lfd, 0));
 
 	for (i = 0; i < 2; i++) {
 		cfd[i] = connect_to(c, PORT + 2);
@@ -224,6 +237,7 @@ TEST(epoll_edge_and_level)
 	/* Level: as long as one waits.  Edge: once per arrival seen. */
 	ASSERT_EQ(1, epoll_wait(ep_lt, out, 2, 5000));
 	EXPECT_EQ(EPOLLIN, out[0].events);
+	EXPECT_TRUE(selects(lfd, 0));
 	ASSERT_EQ(1, epoll_wait(ep_et, out, 2, 5000));
 	EXPECT_EQ(0, epoll_wait(ep_et, out, 2, 0));
 	EXPECT_EQ(1, epoll_wait(ep_lt, out, 2, 0));
@@ -233,6 +247,7 @@ TEST(epoll_edge_and_level)
 		close(sfd);
 	}
 	EXPECT_EQ(0, epoll_wait(ep_lt, out, 2, 0));
+	EXPECT_FALSE(selects(lfd, 0));
 	EXPECT_EQ(-EAGAIN, rdmashare_accept_fd(lfd, NULL, NULL, 0));
 	/* A new arrival is a new edge. */
 	close(cfd[0]);

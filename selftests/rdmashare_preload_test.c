@@ -16,10 +16,13 @@
  *  - iperf3: 2 s each way (-R), its JSON's bytes over rdmashare.
  *  - sockperf: 64 B ping-pong for 2 s with both ends on select, poll and
  *    epoll in turn, then in its default mode (recvfrom()), its
- *    observations over rdmashare.
+ *    observations over rdmashare and none over TCP.
  *  - redis: redis-server and redis-benchmark -t set,get, pipelined (-P 16),
  *    then with 500 connections at once (-c 500), all over rdmashare and
  *    over no more QPs than qps_per_peer allows each end.
+ *  - fallbacks: socat, iperf3, sockperf and redis with the server not
+ *    preloaded, the client not preloaded, and the client on a host without
+ *    the module: each works, its output checked, over TCP.
  *  - v6only_listener: an IPv6 listener with IPV6_V6ONLY and an IPv4 one on
  *    the same port in one program (as Open MPI's ranks have): an IPv4
  *    client reaches the IPv4 one and an IPv6 client the IPv6 one, both
@@ -152,17 +155,17 @@ FIXTURE_TEARDOWN(pl)
 }
 
 /*
- * Run @server in the background, wait until it listens on TCP (and on
- * rdmashare too if @rdma), run @client, wait for both: 0 if both exited 0
+ * Run @server in the background, wait until it listens on TCP's @port (and
+ * on rdmashare's too if @rdma), run @client, wait for both: 0 if both exited 0
  * and the copy is whole.
  */
-static int copy_with(const char *server, const char *client, bool rdma)
+static int copy_with(const char *server, const char *client, int port, bool rdma)
 {
 	return rs_sh("(%s & pid=$!; for i in $(seq 100); do "
 		     "ss -ltn | grep -q ':%d ' && { [ %d = 0 ] || grep -qw %d " LISTENERS "; } && "
 		     "break; sleep 0.1; done; %s; c=$?; wait $pid; s=$?; "
 		     "[ $c = 0 ] && [ $s = 0 ] && cmp -s " IN " " OUT ")",
-		     server, PORT, rdma, PORT, client);
+		     server, port, rdma, port, client);
 }
 
 /* The copy (@size bytes) went over rdmashare, or over TCP. */
@@ -193,7 +196,7 @@ TEST_F_TIMEOUT(pl, nc_copy, 180)
 	char srv[1024], cli[1024];
 
 	nc_pair(srv, cli, sizeof(srv), run, run);
-	ASSERT_EQ(0, copy_with(srv, cli, true));
+	ASSERT_EQ(0, copy_with(srv, cli, PORT, true));
 	check_transport(_metadata, self->rs0, self->tcp0, true);
 }
 
@@ -204,7 +207,7 @@ TEST_F_TIMEOUT(pl, socat_copy, 180)
 	snprintf(srv, sizeof(srv), "%s socat -u TCP-LISTEN:%d,bind=%s,reuseaddr "
 		 "OPEN:" OUT ",creat,trunc", run, PORT, ip);
 	snprintf(cli, sizeof(cli), "%s socat -u OPEN:" IN " TCP:%s:%d", run, ip, PORT);
-	ASSERT_EQ(0, copy_with(srv, cli, true));
+	ASSERT_EQ(0, copy_with(srv, cli, PORT, true));
 	check_transport(_metadata, self->rs0, self->tcp0, true);
 }
 
@@ -213,7 +216,7 @@ TEST_F_TIMEOUT(pl, plain_server, 180)
 	char srv[1024], cli[1024];
 
 	nc_pair(srv, cli, sizeof(srv), "", run);
-	ASSERT_EQ(0, copy_with(srv, cli, false));
+	ASSERT_EQ(0, copy_with(srv, cli, PORT, false));
 	check_transport(_metadata, self->rs0, self->tcp0, false);
 }
 
@@ -222,7 +225,7 @@ TEST_F_TIMEOUT(pl, plain_client, 180)
 	char srv[1024], cli[1024];
 
 	nc_pair(srv, cli, sizeof(srv), run, "");
-	ASSERT_EQ(0, copy_with(srv, cli, true));
+	ASSERT_EQ(0, copy_with(srv, cli, PORT, true));
 	check_transport(_metadata, self->rs0, self->tcp0, false);
 }
 
@@ -234,7 +237,7 @@ TEST_F_TIMEOUT(pl, no_module_client, 180)
 	snprintf(pre, sizeof(pre), "unshare -m sh -c 'mount --bind /dev/null /dev/rdmashare && "
 		 "exec \"$@\"' - %s", run);
 	nc_pair(srv, cli, sizeof(srv), run, pre);
-	ASSERT_EQ(0, copy_with(srv, cli, true));
+	ASSERT_EQ(0, copy_with(srv, cli, PORT, true));
 	check_transport(_metadata, self->rs0, self->tcp0, false);
 }
 
@@ -244,7 +247,7 @@ TEST_F_TIMEOUT(pl, policy_port, 180)
 
 	snprintf(pre, sizeof(pre), "%s -p %d", run, PORT + 1);
 	nc_pair(srv, cli, sizeof(srv), pre, pre);
-	ASSERT_EQ(0, copy_with(srv, cli, false));
+	ASSERT_EQ(0, copy_with(srv, cli, PORT, false));
 	check_transport(_metadata, self->rs0, self->tcp0, false);
 }
 
@@ -301,10 +304,23 @@ static double number_after(const char *path, const char *key)
 	return p ? strtod(p + strlen(key), NULL) : -1;
 }
 
+/* The bytes iperf3's JSON in OUT says its server received; -1 on an error. */
+static long iperf3_received(void)
+{
+	char bytes[32];
+
+	if (rs_sh("python3 -c 'import json,sys; d=json.load(open(\"" OUT "\")); "
+		  "print(-1 if \"error\" in d else d[\"end\"][\"sum_received\"][\"bytes\"])' "
+		  "> " OUT ".n") ||
+	    rs_read_file(OUT ".n", bytes, sizeof(bytes)))
+		return -1;
+	return atol(bytes);
+}
+
 TEST_F_TIMEOUT(pl, iperf3, 180)
 {
 	const char *dir[] = { "", "-R" };
-	char bytes[32];
+	long bytes;
 	int i;
 
 	if (rs_sh("command -v iperf3 >/dev/null"))
@@ -319,12 +335,9 @@ TEST_F_TIMEOUT(pl, iperf3, 180)
 				   run, ip, PORT, PORT, run, ip, PORT, dir[i]));
 		TH_LOG("iperf3 %s", dir[i][0] ? "reverse" : "forward");
 		/* What iperf3 says it moved, all of it over rdmashare. */
-		ASSERT_EQ(0, rs_sh("python3 -c 'import json,sys; d=json.load(open(\"" OUT "\")); "
-				   "n=d[\"end\"][\"sum_received\"][\"bytes\"]; print(n); "
-				   "sys.exit(0 if n > %d and \"error\" not in d else 1)' > " OUT ".n",
-				   1 << 20));
-		ASSERT_EQ(0, rs_read_file(OUT ".n", bytes, sizeof(bytes)));
-		check_moved(_metadata, self->rs0, self->tcp0, true, atol(bytes));
+		bytes = iperf3_received();
+		ASSERT_LT(1 << 20, bytes);
+		check_moved(_metadata, self->rs0, self->tcp0, true, bytes);
 	}
 }
 
@@ -338,13 +351,14 @@ TEST_F_TIMEOUT(pl, sockperf, 180)
 	static const char *const mux[] = { "s", "p", "e", NULL };
 	char sr[256], pp[256];
 	double seen;
-	long rs;
+	long rs, tcp;
 	int i;
 
 	if (rs_sh("command -v sockperf >/dev/null"))
 		SKIP(return, "no sockperf");
 	for (i = 0; i < 4; i++) {
 		self->rs0 = rs_tx_bytes();
+		self->tcp0 = tcp_out_segs();
 		ASSERT_EQ(0, rs_sh("echo T:%s:%d > " FEED, ip, PORT));
 		if (mux[i]) {
 			snprintf(sr, sizeof(sr), "sr -f " FEED " -F %s", mux[i]);
@@ -360,16 +374,18 @@ TEST_F_TIMEOUT(pl, sockperf, 180)
 				   run, sr, PORT, run, pp));
 		seen = number_after(OUT, "ReceivedMessages=");
 		rs = rs_tx_bytes() - self->rs0;
-		TH_LOG("sockperf, server on %s: %.0f round trips, %ld bytes over rdmashare",
+		tcp = tcp_out_segs() - self->tcp0;
+		TH_LOG("sockperf, server on %s: %.0f round trips, %ld bytes over rdmashare, %ld TCP segments",
 		       !mux[i] ? "recvfrom" : mux[i][0] == 's' ? "select" :
-		       mux[i][0] == 'p' ? "poll" : "epoll", seen, rs);
+		       mux[i][0] == 'p' ? "poll" : "epoll", seen, rs, tcp);
 		/*
 		 * A ping-pong that works: the debug kernel makes 50 to 120
 		 * round trips a second here (98 in 2 s once, in CI).
 		 */
 		EXPECT_LT(20, seen);
-		/* Each round trip is 64 B each way. */
+		/* Each round trip is 64 B each way, none of it over TCP. */
 		EXPECT_LE(seen * 128, rs);
+		EXPECT_GT(32, tcp);
 	}
 }
 
@@ -423,6 +439,123 @@ TEST_F_TIMEOUT(pl, redis, 300)
 	/* 45000 requests and their answers, 20 bytes each at least. */
 	EXPECT_LE(45000 * 20, rs);
 	EXPECT_GT(32, tcp);
+}
+
+/*
+ * The programs above, one end each time without rdmashare: the server not
+ * preloaded, the client not preloaded, the client on a host without the
+ * module.  Each runs as it would over TCP alone, its output checked, with
+ * at least @segs TCP segments sent and hardly a byte over rdmashare.
+ */
+enum { APP_SOCAT, APP_IPERF3, APP_SOCKPERF, APP_REDIS, NR_APPS };
+
+/*
+ * A port for each run: over TCP, the end that closes first leaves its
+ * port in TIME_WAIT, where a server without SO_REUSEADDR (sockperf's, and
+ * the tests' after this one on PORT) could not bind it again.
+ */
+#define FB_PORT(app, side)	(PORT + 60 + 3 * (app) + (side))
+
+static const char *const app_names[NR_APPS] = { "socat", "iperf3", "sockperf", "redis" };
+
+/*
+ * @app's server under @spre in the background until it listens on TCP
+ * (and on rdmashare too if @rdma), its client under @cpre, the server
+ * stopped: 0 if the client exited 0 and its output is right; the TCP
+ * segments its work must have taken in *@segs.
+ */
+static int app_run(int app, int port, const char *spre, const char *cpre, bool rdma,
+		   long *segs)
+{
+	char srv[1024], cli[1024], stop[256];
+	double n;
+
+	*segs = 0;
+	switch (app) {
+	case APP_SOCAT:
+		snprintf(srv, sizeof(srv), "%s socat -u TCP-LISTEN:%d,bind=%s,reuseaddr "
+			 "OPEN:" OUT ",creat,trunc", spre, port, ip);
+		snprintf(cli, sizeof(cli), "%s socat -u OPEN:" IN " TCP:%s:%d", cpre, ip, port);
+		if (copy_with(srv, cli, port, rdma))
+			return -1;
+		*segs = SIZE >> 16;
+		return 0;
+	case APP_IPERF3:
+		snprintf(srv, sizeof(srv), "%s iperf3 -s -1 -B %s -p %d >/dev/null 2>&1",
+			 spre, ip, port);
+		snprintf(cli, sizeof(cli), "timeout 60 %s iperf3 -c %s -p %d -t 2 -J > " OUT,
+			 cpre, ip, port);
+		stop[0] = 0;
+		break;
+	case APP_SOCKPERF:
+		snprintf(srv, sizeof(srv), "timeout 60 %s sockperf sr --tcp -i %s -p %d >/dev/null 2>&1",
+			 spre, ip, port);
+		snprintf(cli, sizeof(cli), "timeout 60 %s sockperf pp --tcp -i %s -p %d -t 2 -m 64 "
+			 "> " OUT " 2>&1", cpre, ip, port);
+		snprintf(stop, sizeof(stop), "kill $pid;");
+		break;
+	default:
+		snprintf(srv, sizeof(srv), "%s redis-server --port %d --bind %s --save '' "
+			 "--appendonly no --protected-mode no --daemonize no >/dev/null 2>&1",
+			 spre, port, ip);
+		snprintf(cli, sizeof(cli), "timeout 120 %s redis-benchmark -h %s -p %d -t set,get "
+			 "-n 2000 -q > " OUT " 2>&1", cpre, ip, port);
+		snprintf(stop, sizeof(stop), "redis-cli -h %s -p %d shutdown nosave >/dev/null 2>&1;",
+			 ip, port);
+		break;
+	}
+	if (rs_sh("(%s & pid=$!; for i in $(seq 100); do "
+		  "ss -ltn | grep -q ':%d ' && { [ %d = 0 ] || grep -qw %d " LISTENERS "; } && "
+		  "break; sleep 0.1; done; %s; c=$?; %s wait $pid; [ $c = 0 ])",
+		  srv, port, rdma, port, cli, stop))
+		return -1;
+	switch (app) {
+	case APP_IPERF3:
+		/* The bytes it says it moved, a segment each 64 KiB at most. */
+		n = iperf3_received();
+		*segs = n / 65536;
+		return n > 1 << 20 ? 0 : -1;
+	case APP_SOCKPERF:
+		/* A segment each way per round trip. */
+		n = number_after(OUT, "ReceivedMessages=");
+		*segs = 2 * n;
+		return n > 20 ? 0 : -1;
+	default:
+		/* Every request and its answer, 50 clients in turn. */
+		*segs = 2000;
+		return rps("SET") > 0 && rps("GET") > 0 ? 0 : -1;
+	}
+}
+
+TEST_F_TIMEOUT(pl, fallbacks, 600)
+{
+	static const char *const sides[] = { "plain server", "plain client", "client without the module" };
+	char nomod[700];
+	long rs, tcp, segs;
+	int app, side;
+
+	if (rs_sh("{ command -v iperf3 && command -v sockperf && command -v redis-server && "
+		  "command -v redis-benchmark && command -v redis-cli; } >/dev/null"))
+		SKIP(return, "no iperf3, sockperf or redis");
+	/* Its own mount namespace, where /dev/rdmashare is /dev/null. */
+	snprintf(nomod, sizeof(nomod), "unshare -m sh -c 'mount --bind /dev/null /dev/rdmashare && "
+		 "exec \"$@\"' - %s", run);
+	for (app = 0; app < NR_APPS; app++) {
+		for (side = 0; side < 3; side++) {
+			self->rs0 = rs_tx_bytes();
+			self->tcp0 = tcp_out_segs();
+			EXPECT_EQ(0, app_run(app, FB_PORT(app, side), side ? run : "",
+					     side == 1 ? "" : side ? nomod : run, side != 0, &segs))
+				TH_LOG("%s, %s: failed", app_names[app], sides[side]);
+			rs = rs_tx_bytes() - self->rs0;
+			tcp = tcp_out_segs() - self->tcp0;
+			TH_LOG("%s, %s: %ld bytes over rdmashare, %ld TCP segments (%ld at least)",
+			       app_names[app], sides[side], rs, tcp, segs);
+			EXPECT_GT(64 << 10, rs);
+			EXPECT_LE(segs, tcp);
+			EXPECT_LT(0, segs);
+		}
+	}
 }
 
 /* Python's end of a test: c sends 1 MiB and closes, a counts it. */
