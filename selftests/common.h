@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -273,6 +274,70 @@ static inline int rs_write_file(const char *path, const char *s)
 }
 
 /* A counter of peer @ip (peers/<ip>/stats/@name), or -1. */
+/* cgroup v2, where a test makes a memory cgroup of its own. */
+#define RS_CG "/sys/fs/cgroup"
+
+/*
+ * A memory cgroup @name below the root, made afresh (cgroup2 mounted and
+ * its memory controller on for the root's children if they were not):
+ * 0, or -1.
+ */
+static inline int rs_cg_make(const char *name)
+{
+	char path[256], buf[256];
+
+	if (!rs_path_exists(RS_CG "/cgroup.controllers") &&
+	    mount("none", RS_CG, "cgroup2", 0, NULL))
+		return -1;
+	if (rs_read_file(RS_CG "/cgroup.controllers", buf, sizeof(buf)) ||
+	    !strstr(buf, "memory") ||
+	    rs_write_file(RS_CG "/cgroup.subtree_control", "+memory"))
+		return -1;
+	snprintf(path, sizeof(path), RS_CG "/%s", name);
+	rmdir(path);
+	return mkdir(path, 0755);
+}
+
+/* Process @pid into cgroup @name ("" for the root): 0, or -1. */
+static inline int rs_cg_move(const char *name, pid_t pid)
+{
+	char path[256], buf[32];
+
+	snprintf(path, sizeof(path), RS_CG "/%s%scgroup.procs", name, *name ? "/" : "");
+	snprintf(buf, sizeof(buf), "%d", pid);
+	return rs_write_file(path, buf);
+}
+
+/* Cgroup @name's memory.current, bytes; -1 if unknown. */
+static inline long rs_cg_current(const char *name)
+{
+	char path[256], buf[64];
+
+	snprintf(path, sizeof(path), RS_CG "/%s/memory.current", name);
+	if (rs_read_file(path, buf, sizeof(buf)))
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+/* A counter of cgroup @name's memory.stat, bytes; -1 if absent. */
+static inline long rs_cg_stat(const char *name, const char *key)
+{
+	char path[256], line[256];
+	size_t n = strlen(key);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), RS_CG "/%s/memory.stat", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, n) && line[n] == ' ')
+			v = strtol(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
 static inline long rs_peer_stat(const char *ip, const char *name)
 {
 	char path[256], buf[32];

@@ -21,7 +21,6 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 
 #include "common.h"
 #include "rdmashare.h"
@@ -271,35 +270,7 @@ TEST(other_netns)
 	close(fd);
 }
 
-#define CG	"/sys/fs/cgroup"
-#define CG_RS	CG "/rdmashare-test"
-
-/* A memory.stat counter of the test cgroup, bytes; -1 if absent. */
-static long cg_stat(const char *key)
-{
-	char line[256];
-	long v = -1;
-	size_t n = strlen(key);
-	FILE *f;
-
-	f = fopen(CG_RS "/memory.stat", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, key, n) && line[n] == ' ')
-			v = strtol(line + n + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
-
-static long cg_current(void)
-{
-	char buf[64];
-
-	if (rs_read_file(CG_RS "/memory.current", buf, sizeof(buf)))
-		return -1;
-	return strtol(buf, NULL, 10);
-}
+#define CG_RS	"rdmashare-test"
 
 /*
  * The child, in the test cgroup: a file with a 4 MiB data area, then 1024
@@ -314,12 +285,12 @@ static int memcg_child(int out)
 
 	if (set_tunable("max_listeners_per_user", 4096))
 		return 10;
-	cur0 = cg_current();
+	cur0 = rs_cg_current(CG_RS);
 	rs = rs_open_setup(4 << 20, 0);
 	if (!rs)
 		return 11;
-	cur1 = cg_current();
-	slab1 = cg_stat("slab");
+	cur1 = rs_cg_current(CG_RS);
+	slab1 = rs_cg_stat(CG_RS, "slab");
 	for (i = 0; i < 1024; i++) {
 		int ret = rdmashare_listen(rs, 20000 + i, 1);
 
@@ -328,8 +299,8 @@ static int memcg_child(int out)
 			return 12;
 		}
 	}
-	cur2 = cg_current();
-	slab2 = cg_stat("slab");
+	cur2 = rs_cg_current(CG_RS);
+	slab2 = rs_cg_stat(CG_RS, "slab");
 	res[0] = cur1 - cur0;
 	res[1] = slab2 - slab1;
 	fprintf(stderr, "# memcg: data area +%ld bytes; 1024 ACs: +%ld bytes, slab +%ld\n",
@@ -343,21 +314,13 @@ TEST_F_TIMEOUT(limits, memcg, 120)
 	long res[2] = { 0, 0 };
 	int p[2];
 	pid_t pid;
-	char buf[256];
 
-	if (!rs_path_exists(CG "/cgroup.controllers"))
-		ASSERT_EQ(0, mount("none", CG, "cgroup2", 0, NULL));
-	ASSERT_EQ(0, rs_read_file(CG "/cgroup.controllers", buf, sizeof(buf)));
-	ASSERT_NE(NULL, strstr(buf, "memory"));
-	ASSERT_EQ(0, rs_write_file(CG "/cgroup.subtree_control", "+memory"));
-	rmdir(CG_RS);
-	ASSERT_EQ(0, mkdir(CG_RS, 0755));
+	ASSERT_EQ(0, rs_cg_make(CG_RS));
 	ASSERT_EQ(0, pipe(p));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		snprintf(buf, sizeof(buf), "%d", getpid());
-		if (rs_write_file(CG_RS "/cgroup.procs", buf))
+		if (rs_cg_move(CG_RS, getpid()))
 			_exit(20);
 		_exit(memcg_child(p[1]));
 	}
@@ -368,7 +331,7 @@ TEST_F_TIMEOUT(limits, memcg, 120)
 	EXPECT_LE(4L << 20, res[0]);
 	/* 1024 ACs of several hundred bytes each, and their table entries. */
 	EXPECT_LE(256L << 10, res[1]);
-	rmdir(CG_RS);
+	rmdir(RS_CG "/" CG_RS);
 }
 
 TEST(close_frees_id)

@@ -17,7 +17,9 @@
  * kernel (rx_zcopy counts the bytes), the pages pinned while the read
  * waits and unpinned once it returned, a signal or the peer's end
  * ending the wait with exactly the bytes that came, a kill leaving the
- * stream whole.
+ * stream whole.  Nothing of it stays charged: in a memory cgroup of its
+ * own, many such transfers leave memory.current where one left it, and
+ * closing the pair gives back what the pair took.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -671,6 +673,150 @@ TEST_F_TIMEOUT(zc, read_into_own_pages, 120)
 	EXPECT_TRUE(got_pat(o.buf, 1000, 2 * MIB, 9));
 	munmap(buf, 2 * MIB);
 	munmap(o.buf, 2 * MIB);
+}
+
+/* A reader of zc_round(): reads until @len bytes came, or the end. */
+struct zc_reader {
+	int fd;
+	unsigned char *buf;
+	size_t len, got;
+	pid_t tid;
+	pthread_t thread;
+};
+
+static void *zc_reader_fn(void *arg)
+{
+	struct zc_reader *r = arg;
+	ssize_t n;
+
+	__atomic_store_n(&r->tid, gettid(), __ATOMIC_RELEASE);
+	while (r->got < r->len) {
+		n = read(r->fd, r->buf + r->got, r->len - r->got);
+		if (n <= 0)
+			break;
+		r->got += n;
+	}
+	return NULL;
+}
+
+/* Up to 5 s for thread @tid of this process to sleep: true if it does. */
+static bool sleeping(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	for (i = 0; i < 5000; i++) {
+		if (!rs_read_file(path, buf, sizeof(buf))) {
+			p = strrchr(buf, ')');
+			if (p && p[1] == ' ' && p[2] == 'S')
+				return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * One 2 MiB write of pat(@seed) into a 2 MiB read that waits for it (its
+ * thread asleep in read(2) before the write).
+ */
+static bool zc_round(int cfd, int sfd, unsigned char *wbuf, unsigned char *rbuf,
+		     unsigned int seed)
+{
+	struct zc_reader r = { .fd = sfd, .buf = rbuf, .len = 2 * MIB };
+	bool ok;
+	int i;
+
+	fill(wbuf, 2 * MIB, 0, seed);
+	if (pthread_create(&r.thread, NULL, zc_reader_fn, &r))
+		return false;
+	for (i = 0; i < 5000 && !__atomic_load_n(&r.tid, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	/* Asleep, and a while more: its pages are offered by then. */
+	ok = r.tid && sleeping(r.tid) && !usleep(50000) &&
+	     write(cfd, wbuf, 2 * MIB) == 2 * MIB;
+	if (!ok)
+		pthread_kill(r.thread, SIGUSR1);
+	pthread_join(r.thread, NULL);
+	return ok && r.got == 2 * MIB && got_pat(rbuf, 2 * MIB, 0, seed);
+}
+
+#define ZC_CG	"rdmashare-zcopy"
+
+/* Up to 5 s for cgroup ZC_CG's memory.current to come down to @bytes. */
+static long cg_back(long bytes)
+{
+	long now = rs_cg_current(ZC_CG);
+	int i;
+
+	for (i = 0; i < 500 && now > bytes; i++) {
+		usleep(10000);
+		now = rs_cg_current(ZC_CG);
+	}
+	return now;
+}
+
+/*
+ * Zero copy leaves nothing charged behind.  In a memory cgroup of its own,
+ * 32 rounds of a 2 MiB write into a 2 MiB read that waits (no byte copied
+ * by either kernel) leave the cgroup's memory.current and slab where one
+ * round left them (within memcg's charge batches), and VmPin where it
+ * was; once the pair is closed and the buffers unmapped, memory.current
+ * is back to what it was before the pair.
+ */
+TEST_F_TIMEOUT(zc, memcg_back, 300)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	long cur_start, cur0, cur1, slab0, slab1, pin0, end;
+	unsigned char *wbuf, *rbuf;
+	struct counts d, c0;
+	int i;
+
+	if (rs_cg_make(ZC_CG))
+		SKIP(return, "no memory cgroup");
+	ASSERT_EQ(0, rs_cg_move(ZC_CG, getpid()));
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	cur_start = rs_cg_current(ZC_CG);
+	PAIR(PORT + 12);
+	wbuf = pages(2 * MIB);
+	rbuf = pages(2 * MIB);
+	ASSERT_NE(NULL, wbuf);
+	ASSERT_NE(NULL, rbuf);
+	memset(rbuf, 0, 2 * MIB);
+	ASSERT_TRUE(zc_round(self->cfd, self->sfd, wbuf, rbuf, 12));
+	cur0 = rs_cg_current(ZC_CG);
+	slab0 = rs_cg_stat(ZC_CG, "slab");
+	pin0 = vm_pin();
+	c0 = counts();
+	for (i = 0; i < 32; i++)
+		ASSERT_TRUE(zc_round(self->cfd, self->sfd, wbuf, rbuf, 13 + i)) TH_LOG("round %d", i);
+	d = since(c0);
+	EXPECT_EQ(pin0, vm_pin_back(pin0));
+	cur1 = rs_cg_current(ZC_CG);
+	slab1 = rs_cg_stat(ZC_CG, "slab");
+	TH_LOG("memory.current %ld before the pair, %ld after a round, %ld after 32 more; slab %ld, %ld; tx_zcopy %ld, rx_zcopy %ld",
+	       cur_start, cur0, cur1, slab0, slab1, d.zcopy, d.rx_zcopy);
+	EXPECT_EQ(64L * MIB, d.zcopy);
+	EXPECT_EQ(64L * MIB, d.rx_zcopy);
+	EXPECT_EQ(0, d.write_copied + d.tx_copied + d.rx_copied + d.read_copied);
+	/* Two CPUs' charge batches (64 pages each) at most. */
+	EXPECT_GE(cur0 + 2 * 256 * 1024, cur1);
+	EXPECT_GE(slab0 + 256 * 1024, slab1);
+
+	munmap(wbuf, 2 * MIB);
+	munmap(rbuf, 2 * MIB);
+	close(self->cfd);
+	close(self->sfd);
+	close(self->lfd);
+	rdmashare_close(self->c);
+	self->cfd = self->sfd = self->lfd = -1;
+	self->c = NULL;
+	end = cg_back(cur_start + 2 * 256 * 1024);
+	TH_LOG("memory.current %ld once the pair is closed", end);
+	EXPECT_GE(cur_start + 2 * 256 * 1024, end);
+	EXPECT_EQ(0, rs_cg_move("", getpid()));
+	rmdir(RS_CG "/" ZC_CG);
 }
 
 /*
