@@ -11,8 +11,10 @@
 #
 #  - nc copies a file to the peer (its sha256 compared there); socat
 #    copies one back; iperf3 -t 3 -J each way (-R);
-#    sockperf ping-pong (--tcp); redis-server with redis-cli set and get,
-#    and redis-benchmark -t set,get -P 16; PyTorch's gloo allreduce
+#    sockperf ping-pong (--tcp, then both ends on select, poll and epoll);
+#    redis-server with redis-cli set and get, redis-benchmark -t set,get
+#    -P 16, and -t get with 500 connections at once (-c 500: no more
+#    QPs to the peer than qps_per_peer allows); PyTorch's gloo allreduce
 #    (userlib/ps/torch-gloo.py: tensors up to 4 MiB, every sum checked on
 #    both ranks; its TCPStore and gloo's own connections); Open MPI's
 #    mpirun, 4 ranks of rs_mpi in turn on the client and the peer (an
@@ -286,6 +288,14 @@ apps_client() {
 	tell "done gloo"
 	mpi_client
 }
+# sockperf_port MUX: the port of sockperf's run on select, poll or epoll.
+sockperf_port() {
+	case $1 in
+	select) echo 7340 ;;
+	poll) echo 7341 ;;
+	*) echo 7342 ;;
+	esac
+}
 # The number after KEY in OUT, the last one.
 value() {
 	tr '\r' '\n' <"$OUT" | grep -oE "$1[0-9.]+" | tail -n1 | sed "s/^$1//"
@@ -331,6 +341,15 @@ peer)
 	serve sockperf 7325 1 1 "$run -d sockperf sr --tcp -i $ip -p 7325 >/dev/null 2>&1"
 	moved sockperf
 	[ "$segs" -lt $MAXSEGS ] || fail "sockperf: TCP sent $segs segments: not over rdmashare"
+	for mux in select poll epoll; do
+		port=$(sockperf_port $mux)
+		echo "T:$ip:$port" >/tmp/sockperf-$mux.feed
+		serve sockperf-$mux "$port" 1 1 \
+			"$run -d sockperf sr -f /tmp/sockperf-$mux.feed -F $mux >/dev/null 2>&1"
+		moved sockperf-$mux
+		[ "$segs" -lt $MAXSEGS ] ||
+			fail "sockperf-$mux: TCP sent $segs segments: not over rdmashare"
+	done
 
 	serve redis 7326 1 1 "$run -d redis-server --port 7326 --bind $ip --save '' \
 		--appendonly no --protected-mode no --daemonize no >/dev/null"
@@ -409,6 +428,17 @@ assert 'error' not in d, d['error']; print(d['end']['sum_received']['bytes'])") 
 	[ "${n:-0}" -ge 5 ] || { cat $OUT; fail "sockperf: ${n:-no} round trips"; }
 	over_rdma sockperf $((n * 64)) $((n * 64))
 	tell "done sockperf"
+	# Both ends on select, poll and epoll in turn (-F needs a feed file).
+	for mux in select poll epoll; do
+		echo "T:$peer:$(sockperf_port $mux)" >/tmp/sockperf-$mux.feed
+		drive sockperf-$mux \
+			"$run sockperf pp -f /tmp/sockperf-$mux.feed -F $mux -t 2 -m 64 >$OUT 2>&1"
+		n=$(value 'ReceivedMessages=')
+		log "sockperf on $mux: ${n:-no} round trips of 64 bytes"
+		[ "${n:-0}" -ge 5 ] || { cat $OUT; fail "sockperf-$mux: ${n:-no} round trips"; }
+		over_rdma sockperf-$mux $((n * 64)) $((n * 64))
+		tell "done sockperf-$mux"
+	done
 
 	hear "ready redis"
 	mark
@@ -426,8 +456,21 @@ $(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
 		cat $OUT
 		fail "redis: no SET or GET result"
 	fi
-	# 1000 requests of 20 bytes at least, their answers of 5 ("+OK\r\n").
-	over_rdma redis $((1000 * 20)) $((1000 * 5))
+	# 500 connections at once, over no more QPs than qps_per_peer allows
+	# each end (this one's and the peer's, to this one).
+	timeout 300 "$run" redis-benchmark -h "$peer" -p 7326 -t get -n 2000 -c 500 -q \
+		>$OUT 2>&1 || { cat $OUT; fail "redis: redis-benchmark -c 500 failed"; }
+	get=$(value 'GET: ')
+	qps=$(cat "/sys/class/misc/rdmashare/peers/$peer/qps" 2>/dev/null || echo 0)
+	per=$(cat /sys/class/misc/rdmashare/qps_per_peer)
+	log "redis -c 500: GET ${get:-no} requests per second over $qps QPs (qps_per_peer $per)"
+	[ -n "$get" ] || { cat $OUT; fail "redis: no GET result with -c 500"; }
+	if [ "$qps" -lt 1 ] || [ "$qps" -gt $((2 * per)) ]; then
+		fail "redis: $qps QPs to the peer, qps_per_peer $per"
+	fi
+	# 3000 requests of 20 bytes at least, 1000 answers of 5 ("+OK\r\n")
+	# and 2000 of 3 at least ("$-1\r\n" or a value).
+	over_rdma redis $((3000 * 20)) $((1000 * 5 + 2000 * 3))
 	tell "done redis"
 
 	[ "$appsmode" = skip ] || apps_client

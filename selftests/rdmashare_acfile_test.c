@@ -6,7 +6,8 @@
  * stream and EPIPE/SIGPIPE, data that comes before ACCEPT, slots and send
  * buffers given back when AC files close unread, a descriptor that
  * outlives its handle and crosses fork(2), and the errors of bad
- * parameters, including that the rings cannot reach an AC file's AC.
+ * parameters, including that the rings cannot reach an AC file's AC; a
+ * child forked after accept that reads the accepted AC file and answers.
  * From the second review: SHUTDOWN beside a writer blocked for room, an AC
  * file closed with data unsent by a process that exits (its listener goes,
  * the data lingers linger_ms), and RELEASE of a slot whose id was reused.
@@ -400,6 +401,50 @@ TEST(outlives_handle_and_fork)
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_EQ(0, status);
 	close(sfd);
+}
+
+/*
+ * fork(2) after accept: the child reads the accepted AC file to its end,
+ * every byte checked, and writes back what it counted; the parent writes
+ * on the connecting one, its own copy of the accepted one closed.
+ */
+TEST(fork_after_accept)
+{
+	struct rdmashare *c = open_files(FILES_SIZE, 0), *s = open_files(FILES_SIZE, 64);
+	struct writer w = { .total = 500000 };
+	int cfd, sfd, status;
+	ssize_t got = 0;
+	pid_t pid;
+
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, s);
+	file_pair(_metadata, c, s, PORT + 26, 0, &cfd, &sfd);
+	ASSERT_LE(0, cfd);
+	ASSERT_LE(0, sfd);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		close(cfd);
+		got = read_checked(sfd, 0);
+		_exit(write(sfd, &got, sizeof(got)) == sizeof(got) ? 0 : 1);
+	}
+	close(sfd);
+	/*
+	 * Written from a copy, which writer_fn() closes; the end of the
+	 * stream is a SHUT_WR, so that the child's answer comes back on cfd.
+	 */
+	w.fd = dup(cfd);
+	ASSERT_LE(0, w.fd);
+	writer_fn(&w);
+	EXPECT_EQ(0, w.err);
+	EXPECT_EQ(0, rdmashare_shutdown_file(cfd));
+	EXPECT_EQ(sizeof(got), read(cfd, &got, sizeof(got)));
+	EXPECT_EQ((ssize_t)w.total, got);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(0, status);
+	close(cfd);
+	rdmashare_close(c);
+	rdmashare_close(s);
 }
 
 /* CONNECT with a struct of @size bytes and @f's file parameters. */
