@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 """Turn the sockets benchmark's results into reStructuredText tables.
 
-usage: sockets-table.py SOCKETS.TSV [ENV.TXT...]
+usage: sockets-table.py [--plot OUT.svg] SOCKETS.TSV [ENV.TXT...]
 
 SOCKETS.TSV has one number per line: round, tool, size, metric, value
 (sockets-guest.sh); a "fail" line has what the program said as its value.
 Each number is the median over the rounds that measured it; every ratio is
 to plain TCP measured in the same run: the same program over TCP, and for
 rstream and rs-stream (which have no TCP mode) iperf3 over TCP at the same
-write size.  The ENV files are copied in as a comment.
+write size.  The ENV files are copied in as a comment.  --plot draws the
+stream throughput by write size and the copy/zero-copy crossover.
 """
 import collections
 import statistics
@@ -88,8 +89,66 @@ def fail_cell(res, tool, size, kinds=None):
     return note(n)
 
 
+# The plot's streams: tool, label, style.
+PLOT_STREAMS = [("iperf3-tcp", "iperf3, TCP", "o-", "tab:gray"),
+                ("iperf3-rdmashare", "iperf3, rdmashare-run", "^-", "tab:green"),
+                ("rs-stream-files", "rs-stream -F, AC file", "v--", "tab:olive"),
+                ("rstream", "rstream (rsocket)", "s--", "tab:blue"),
+                ("iperf3-rspreload", "iperf3, librspreload", "x:", "tab:red")]
+
+
+def plot(res, path):
+    """Stream throughput by write size, and the copy/zero-copy crossover."""
+    import matplotlib
+    matplotlib.use("Agg")
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    matplotlib.rcParams["svg.hashsalt"] = "rdmashare-sockets-bench"
+    import matplotlib.pyplot as plt
+
+    fig, (ax, az) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.subplots_adjust(wspace=0.3)
+    for tool, label, st, color in PLOT_STREAMS:
+        pts = sorted((k[1], res.med(tool, k[1], "bw_MBps")) for k in res.vals
+                     if k[0] == tool and k[2] == "bw_MBps")
+        pts = [(x, y) for x, y in pts if y]
+        if pts:
+            ax.plot([x for x, _ in pts], [y for _, y in pts], st, color=color, label=label)
+    zs = sorted({k[1] for k in res.vals if k[0] == "rs-stream-zcopy"})
+    for tool, label, st, color in (("rs-stream-copy", "copied (zcopy_min 0)", "o-", "tab:gray"),
+                                   ("rs-stream-zcopy", "from the writer's pages", "^-",
+                                    "tab:green")):
+        pts = [(z, res.med(tool, z, "bw_MBps")) for z in zs]
+        pts = [(x, y) for x, y in pts if y]
+        if pts:
+            az.plot([x for x, _ in pts], [y for _, y in pts], st, color=color, label=label)
+    for a, title in ((ax, "one stream, by write size"),
+                     (az, "AC file writes: copied or zero copy")):
+        a.set_xscale("log", base=2)
+        a.set_yscale("log")
+        a.set_xlabel("write size, bytes")
+        a.set_ylabel("MB/s (log)")
+        a.set_title(title)
+        a.grid(True, which="both", alpha=0.3)
+        if a.lines:
+            a.legend(fontsize="small")
+    fig.suptitle("rdmashare sockets benchmark (Soft-RoCE loopback, QEMU TCG guest; "
+                 "medians of %d round(s))" % len(res.rounds), y=1.02)
+    if path.endswith(".png"):
+        fig.savefig(path, format="png", dpi=90, bbox_inches="tight",
+                    metadata={"Software": None})
+    else:
+        fig.savefig(path, format="svg", bbox_inches="tight", metadata={"Date": None})
+
+
 def main():
+    args = sys.argv[1:]
+    plot_path = None
+    if args[:1] == ["--plot"]:
+        plot_path, args = args[1], args[2:]
+    sys.argv[1:] = args
     res = Results(sys.argv[1])
+    if plot_path:
+        plot(res, plot_path)
     med = res.med
     sizes = sorted({k[1] for k in res.vals if not k[0].startswith(("redis", "smc"))} |
                    {k[1] for k in res.fails if not k[0].startswith(("redis", "smc"))})

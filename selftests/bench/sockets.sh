@@ -11,7 +11,8 @@
 #
 # Builds nothing: run make first.  Results: $RS_BUILD/bench/sockets
 # (default build/bench/sockets): the guest's sockets.tsv and raw logs
-# under a/, and sockets-table.rst, the tables printed at the end.
+# under a/, sockets-table.rst, the tables printed at the end, and
+# sockets-bench.svg, their plot (RS_BENCH_PLOT=PATH copies it there).
 #
 # Environment: RS_BENCH_MODULE (default kmod/rdmashare.ko, built for
 # Debian's 6.12), and, passed to the guest with every other RS_BENCH_
@@ -35,9 +36,14 @@ vermagic=$(modinfo -F vermagic "$module" | cut -d' ' -f1)
 for f in rs-stream rdmashare-run librdmashare-preload.so; do
 	[ -e "$RS_TOP/userlib/build/$f" ] || rs_die "no userlib/build/$f (run: make)"
 done
-for f in iperf3 sockperf redis-server redis-benchmark rstream python3; do
+for f in iperf3 sockperf redis-server redis-benchmark rstream; do
 	command -v "$f" >/dev/null || rs_die "$f is missing (run: make deps)"
 done
+# Debian's python3, where python3-matplotlib is (not one earlier in PATH).
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3) || rs_die "python3 is missing (run: make deps)"
+"$py" -c 'import matplotlib' 2>/dev/null ||
+	rs_die "python3-matplotlib is missing for $py (run: make deps)"
 
 # Every RS_BENCH_ variable set goes to the guest.
 env=
@@ -64,9 +70,13 @@ if [ ! -s "$out/a/sockets.tsv" ]; then
 	rs_die "bench: no results (log: $out/run-vm.log)"
 fi
 echo
-python3 "$here/sockets-table.py" "$out/a/sockets.tsv" "$out/a/sockets-env.txt" \
-	"$out/host-env.txt" | tee "$out/sockets-table.rst"
+"$py" "$here/sockets-table.py" --plot "$out/sockets-bench.svg" "$out/a/sockets.tsv" \
+	"$out/a/sockets-env.txt" "$out/host-env.txt" | tee "$out/sockets-table.rst"
 echo
+if [ -n "${RS_BENCH_PLOT:-}" ] && [ -e "$out/sockets-bench.svg" ]; then
+	mkdir -p "$(dirname "$RS_BENCH_PLOT")"
+	cp "$out/sockets-bench.svg" "$RS_BENCH_PLOT"
+fi
 rs_log "bench: results in $out"
 [ "$rc" = 0 ] || rs_log "bench: the guest run failed (exit $rc): see the FAILED lines above and $out/run-vm.log"
 exit "$rc"
