@@ -273,7 +273,6 @@ static inline int rs_write_file(const char *path, const char *s)
 	return n < 0 ? (int)n : 0;
 }
 
-/* A counter of peer @ip (peers/<ip>/stats/@name), or -1. */
 /* cgroup v2, where a test makes a memory cgroup of its own. */
 #define RS_CG "/sys/fs/cgroup"
 
@@ -338,6 +337,7 @@ static inline long rs_cg_stat(const char *name, const char *key)
 	return v;
 }
 
+/* A counter of peer @ip (peers/<ip>/stats/@name), or -1. */
 static inline long rs_peer_stat(const char *ip, const char *name)
 {
 	char path[256], buf[32];

@@ -461,7 +461,8 @@ static const char *const app_names[NR_APPS] = { "socat", "iperf3", "sockperf", "
 /*
  * @app's server under @spre in the background until it listens on TCP
  * (and on rdmashare too if @rdma), its client under @cpre, the server
- * stopped: 0 if the client exited 0 and its output is right; the TCP
+ * stopped (or ended by its timeout, should the client fail before it
+ * connects): 0 if the client exited 0 and its output is right; the TCP
  * segments its work must have taken in *@segs.
  */
 static int app_run(int app, int port, const char *spre, const char *cpre, bool rdma,
@@ -473,7 +474,7 @@ static int app_run(int app, int port, const char *spre, const char *cpre, bool r
 	*segs = 0;
 	switch (app) {
 	case APP_SOCAT:
-		snprintf(srv, sizeof(srv), "%s socat -u TCP-LISTEN:%d,bind=%s,reuseaddr "
+		snprintf(srv, sizeof(srv), "timeout 60 %s socat -u TCP-LISTEN:%d,bind=%s,reuseaddr "
 			 "OPEN:" OUT ",creat,trunc", spre, port, ip);
 		snprintf(cli, sizeof(cli), "%s socat -u OPEN:" IN " TCP:%s:%d", cpre, ip, port);
 		if (copy_with(srv, cli, port, rdma))
@@ -481,7 +482,7 @@ static int app_run(int app, int port, const char *spre, const char *cpre, bool r
 		*segs = SIZE >> 16;
 		return 0;
 	case APP_IPERF3:
-		snprintf(srv, sizeof(srv), "%s iperf3 -s -1 -B %s -p %d >/dev/null 2>&1",
+		snprintf(srv, sizeof(srv), "timeout 60 %s iperf3 -s -1 -B %s -p %d >/dev/null 2>&1",
 			 spre, ip, port);
 		snprintf(cli, sizeof(cli), "timeout 60 %s iperf3 -c %s -p %d -t 2 -J > " OUT,
 			 cpre, ip, port);
@@ -495,7 +496,7 @@ static int app_run(int app, int port, const char *spre, const char *cpre, bool r
 		snprintf(stop, sizeof(stop), "kill $pid;");
 		break;
 	default:
-		snprintf(srv, sizeof(srv), "%s redis-server --port %d --bind %s --save '' "
+		snprintf(srv, sizeof(srv), "timeout 120 %s redis-server --port %d --bind %s --save '' "
 			 "--appendonly no --protected-mode no --daemonize no >/dev/null 2>&1",
 			 spre, port, ip);
 		snprintf(cli, sizeof(cli), "timeout 120 %s redis-benchmark -h %s -p %d -t set,get "
