@@ -13,8 +13,9 @@
 #    copies one back; iperf3 -t 3 -J each way (-R);
 #    sockperf ping-pong (--tcp, then both ends on select, poll and epoll);
 #    redis-server with redis-cli set and get, redis-benchmark -t set,get
-#    -P 16, and -t get with 500 connections at once (-c 500: no more
-#    QPs to the peer than qps_per_peer allows); PyTorch's gloo allreduce
+#    -P 16, and -t get with 500 connections at once (-c 500: at most
+#    twice qps_per_peer QPs to the peer, its and the client's); PyTorch's
+#    gloo allreduce
 #    (userlib/ps/torch-gloo.py: tensors up to 4 MiB, every sum checked on
 #    both ranks; its TCPStore and gloo's own connections); Open MPI's
 #    mpirun, 4 ranks of rs_mpi in turn on the client and the peer (an
@@ -26,7 +27,9 @@
 #  - Fallbacks, over TCP with the file whole: a preloaded client to a plain
 #    server, a plain client to a preloaded server; then the peer unloads
 #    rdmashare (rmmod) and a preloaded client reaches its preloaded server,
-#    and its preloaded client the client's.  The peer loads the module
+#    and its preloaded client the client's.  socat, iperf3, sockperf and
+#    redis-benchmark too, each output checked, to a plain server, from a
+#    plain client and to a preloaded server on the host without the module.  The peer loads the module
 #    again, and nc copies over rdmashare once more, over IPv6 (a new QP to
 #    the peer, as the pair tests after this one need).
 #
@@ -288,12 +291,81 @@ apps_client() {
 	tell "done gloo"
 	mpi_client
 }
+# The fallbacks of socat, iperf3, sockperf and redis, STEP plain-server,
+# plain-client or no-module-server: a port for each (over TCP, the end
+# that closes first leaves its port in TIME_WAIT).
+FB_PROGS="socat iperf3 sockperf redis"
+fb_port() {
+	local i=0 p
+	for p in $FB_PROGS; do
+		[ "$p" = "$1" ] && break
+		i=$((i + 1))
+	done
+	case $2 in
+	plain-server) echo $((7350 + i)) ;;
+	plain-client) echo $((7354 + i)) ;;
+	*) echo $((7358 + i)) ;;
+	esac
+}
+# fb_serve PROG STEP PRE RDMA: PROG's server under PRE (rdmashare-run -d, or
+# nothing), listening on rdmashare too if RDMA is 1, for the client's STEP.
+fb_serve() {
+	local name=$2-$1 port
+	port=$(fb_port "$1" "$2")
+	case $1 in
+	socat) serve "$name" "$port" "$4" 0 \
+		"$3 socat -u OPEN:$IN TCP-LISTEN:$port,bind=$ip,reuseaddr" ;;
+	iperf3) serve "$name" "$port" "$4" 0 "$3 iperf3 -s -1 -B $ip -p $port >/dev/null" ;;
+	sockperf) serve "$name" "$port" "$4" 1 \
+		"$3 sockperf sr --tcp -i $ip -p $port >/dev/null 2>&1" ;;
+	redis) serve "$name" "$port" "$4" 1 "$3 redis-server --port $port --bind $ip \
+		--save '' --appendonly no --protected-mode no --daemonize no >/dev/null" ;;
+	esac
+}
+# fb_drive PROG STEP PRE: PROG's client under PRE against the peer's server
+# for STEP: its output right, and over TCP.
+fb_drive() {
+	local name=$2-$1 port n set get
+	port=$(fb_port "$1" "$2")
+	case $1 in
+	socat)
+		drive "$name" "$3 socat -u TCP:$peer:$port OPEN:$OUT,creat,trunc"
+		over_tcp "$name"
+		same "$name"
+		;;
+	iperf3)
+		drive "$name" "$3 iperf3 -c $peer -p $port -t 2 -J >$OUT"
+		over_tcp "$name"
+		n=$(python3 -c "import json; d = json.load(open('$OUT'));
+assert 'error' not in d, d['error']; print(d['end']['sum_received']['bytes'])") ||
+			fail "$name: no result in its JSON"
+		[ "$n" -ge $((64 << 10)) ] || fail "$name: only $n bytes moved"
+		;;
+	sockperf)
+		drive "$name" "$3 sockperf pp --tcp -i $peer -p $port -t 2 -m 64 >$OUT 2>&1"
+		over_tcp "$name"
+		n=$(value 'ReceivedMessages=')
+		[ "${n:-0}" -ge 5 ] || { cat $OUT; fail "$name: ${n:-no} round trips"; }
+		;;
+	redis)
+		drive "$name" "$3 redis-benchmark -h $peer -p $port -t set,get -n 500 -q >$OUT 2>&1"
+		over_tcp "$name"
+		set=$(value 'SET: ') get=$(value 'GET: ')
+		if [ -z "$set" ] || [ -z "$get" ]; then
+			cat $OUT
+			fail "$name: no SET or GET result"
+		fi
+		;;
+	esac
+	log "$name: over TCP, its output right"
+	tell "done $name"
+}
 # sockperf_port MUX: the port of sockperf's run on select, poll or epoll.
 sockperf_port() {
 	case $1 in
-	select) echo 7340 ;;
-	poll) echo 7341 ;;
-	*) echo 7342 ;;
+	select) echo 7362 ;;
+	poll) echo 7363 ;;
+	*) echo 7364 ;;
 	esac
 }
 # The number after KEY in OUT, the last one.
@@ -363,6 +435,10 @@ peer)
 	same plain-server
 	serve plain-client 7328 1 0 "$run -d nc -l $ip 7328 >$OUT </dev/null"
 	same plain-client
+	for prog in $FB_PROGS; do
+		fb_serve "$prog" plain-server "" 0
+		fb_serve "$prog" plain-client "$run -d" 1
+	done
 
 	# No module on this host.
 	for _ in $(seq 50); do
@@ -373,6 +449,9 @@ peer)
 	log "rdmashare unloaded"
 	serve no-module-server 7329 0 0 "$run -d nc -l $ip 7329 >$OUT </dev/null"
 	same no-module-server
+	for prog in $FB_PROGS; do
+		fb_serve "$prog" no-module-server "$run -d" 0
+	done
 	tell "go no-module-client"
 	hear "ready no-module-client"
 	timeout 120 "$run" nc "$peer" 7330 >"$OUT" </dev/null 2>/tmp/no-module-client.err || {
@@ -458,7 +537,7 @@ $(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
 	fi
 	# 500 connections at once, over no more QPs than qps_per_peer allows
 	# each end (this one's and the peer's, to this one).
-	timeout 300 "$run" redis-benchmark -h "$peer" -p 7326 -t get -n 2000 -c 500 -q \
+	timeout 150 "$run" redis-benchmark -h "$peer" -p 7326 -t get -n 2000 -c 500 -q \
 		>$OUT 2>&1 || { cat $OUT; fail "redis: redis-benchmark -c 500 failed"; }
 	get=$(value 'GET: ')
 	qps=$(cat "/sys/class/misc/rdmashare/peers/$peer/qps" 2>/dev/null || echo 0)
@@ -481,11 +560,18 @@ $(hostname) to $peer" ] || fail "redis: redis-cli set and get said '$got'"
 	drive plain-client "nc -N $peer 7328 <$IN"
 	over_tcp plain-client
 	tell "done plain-client"
+	for prog in $FB_PROGS; do
+		fb_drive "$prog" plain-server "$run"
+		fb_drive "$prog" plain-client ""
+	done
 
 	# The peer without rdmashare: its server, then its client.
 	drive no-module-server "$run nc -N $peer 7329 <$IN"
 	over_tcp no-module-server
 	tell "done no-module-server"
+	for prog in $FB_PROGS; do
+		fb_drive "$prog" no-module-server "$run"
+	done
 	hear "go no-module-client"
 	timeout 120 "$run" nc -N -l "$RS_IP" 7330 <"$IN" 2>/tmp/no-module-client.err &
 	pid=$!
